@@ -1,0 +1,150 @@
+"""The report's plotly figures, built from the downsampled frames in report_data.
+
+Every time axis is seconds since the run's start, and every figure shades the same fault windows, so a reader
+can line up a fault with what it did to throughput, latency, leadership and the data.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from checkers.report_data import FaultWindow, PartitionSeries, Timeline
+
+COLOURS = {"ok": "#2e7d32", "fail": "#c62828", "info": "#ef6c00", "p50": "#1565c0", "p95": "#6a1b9a",
+           "p99": "#ad1457", "max": "#9e9e9e", "leader": "#37474f", "isr": "#1565c0", "elr": "#8d6e63"}
+FAULT_FILL = {"kill": "#e53935", "stop": "#fb8c00", "pause": "#8e24aa", "net": "#fdd835", "loss": "#ffb300",
+              "latency": "#00acc1"}
+KIND_MARKERS = {"lost": ("x", "#c62828"), "duplicate": ("diamond", "#6a1b9a"), "phantom": ("star", "#ef6c00"),
+                "divergent": ("square", "#ad1457"), "failed_read": ("triangle-down", "#5d4037"),
+                "offset_mismatch": ("triangle-up", "#283593"), "nonmonotonic_send": ("cross", "#00838f"),
+                "poll_skip": ("circle-open", "#546e7a")}
+FONT = dict(family="system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif", size=12)
+
+
+def _base_layout(fig: go.Figure, height: int, title: str) -> None:
+    fig.update_layout(template="plotly_white", height=height, font=FONT, title=dict(text=title, x=0, font_size=15),
+                      margin=dict(l=70, r=20, t=70, b=40), hovermode="x unified",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+
+
+def shade_faults(fig: go.Figure, windows: list[FaultWindow], rows: int, label_row: int = 1) -> None:
+    """Shades each window on every row; labels it once, above the top row."""
+    for i, w in enumerate(windows):
+        colour = FAULT_FILL.get(w.effect, "#bdbdbd")
+        for row in range(1, rows + 1):
+            fig.add_vrect(x0=w.start_s, x1=w.end_s, fillcolor=colour, opacity=0.18, layer="below", line_width=0,
+                          row=row, col=1)
+        label = w.label + ("" if w.healed else " (not healed)")
+        fig.add_annotation(x=w.start_s, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor="left",
+                           yshift=2 + 14 * (i % 2), text=label, showarrow=False,
+                           font=dict(size=11, color="#424242"), bgcolor="rgba(255,255,255,0.7)")
+    # one legend entry per fault effect, since shapes are not in the legend
+    for effect in dict.fromkeys(w.effect for w in windows):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"fault: {effect or 'other'}",
+                                 marker=dict(symbol="square", size=12, color=FAULT_FILL.get(effect, "#bdbdbd"),
+                                             opacity=0.4), hoverinfo="skip"), row=label_row, col=1)
+
+
+def timeline_figure(tl: Timeline, windows: list[FaultWindow], markers: pd.DataFrame) -> go.Figure:
+    """Throughput by outcome, latency quantiles, and anomalies at their ack time, one row each."""
+    kinds = list(dict.fromkeys(markers["kind"])) if len(markers) else []
+    rows = 3 if kinds else 2
+    heights = [0.42, 0.38, 0.20] if kinds else [0.5, 0.5]
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.05, row_heights=heights)
+    t = tl.t_s
+    for outcome in ("ok", "fail", "info"):
+        y = getattr(tl, f"{outcome}_per_s")
+        fig.add_trace(go.Scatter(x=t, y=y, name=f"{outcome} /s", mode="lines", line=dict(width=1.4, shape="hv",
+                                 color=COLOURS[outcome]), legendgroup="ops"), row=1, col=1)
+    for q in ("p50", "p95", "p99", "max"):
+        fig.add_trace(go.Scatter(x=t, y=tl.latency_ms[q], name=f"{q} latency", mode="lines", connectgaps=False,
+                                 line=dict(width=1.2 if q != "max" else 0.8, color=COLOURS[q],
+                                           dash="dot" if q == "max" else None)), row=2, col=1)
+    for kind in kinds:
+        of_kind = markers[markers["kind"] == kind]
+        symbol, colour = KIND_MARKERS.get(kind, ("circle", "#424242"))
+        violation = (of_kind["classification"] == "violation").to_numpy()
+        fig.add_trace(go.Scatter(
+            x=of_kind["t_s"].to_numpy(dtype=float), y=np.full(len(of_kind), kind), mode="markers", name=kind,
+            marker=dict(symbol=symbol, size=np.where(violation, 11, 8), color=colour,
+                        line=dict(width=np.where(violation, 2, 0.5), color=colour)),
+            customdata=np.stack([of_kind["partition"].astype(str), of_kind["offset"].astype(str),
+                                 of_kind["classification"].astype(str)], axis=1),
+            hovertemplate="%{y} p%{customdata[0]} offset %{customdata[1]} (%{customdata[2]})<extra></extra>"),
+            row=3, col=1)
+    shade_faults(fig, windows, rows)
+    _base_layout(fig, 620 if kinds else 500, f"Timeline ({tl.bucket_s:g} s buckets)")
+    fig.update_layout(hovermode="closest")
+    fig.update_yaxes(title_text="operations / s", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="ack latency (ms)", type="log", row=2, col=1)
+    if kinds:
+        fig.update_yaxes(title_text="anomalies", type="category", categoryorder="array", categoryarray=kinds[::-1],
+                         row=3, col=1)
+    fig.update_xaxes(title_text="seconds since start", row=rows, col=1)
+    return fig
+
+
+def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], markers: pd.DataFrame,
+                     end_s: float, min_isr: int | None, replication_factor: int | None) -> go.Figure:
+    """Two rows per partition: its leader, and its ISR size (with min.insync.replicas and lost writes)."""
+    rows = 2 * len(series)
+    titles = [t for s in series for t in (f"partition {s.partition}: leader", f"partition {s.partition}: ISR size")]
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.12 / max(rows, 1) + 0.02,
+                        subplot_titles=titles)
+    brokers = sorted({int(b) for s in series for b in s.leader if b >= 0})
+    lost = markers[markers["kind"] == "lost"] if len(markers) else markers
+    lost_in_legend = False
+    for i, s in enumerate(series):
+        leader_row, isr_row = 2 * i + 1, 2 * i + 2
+        x = np.append(s.t_s, end_s) if end_s > s.t_s[-1] else s.t_s
+        pad = (lambda a: np.append(a, a[-1])) if len(x) > len(s.t_s) else (lambda a: a)
+        first = i == 0
+        fig.add_trace(go.Scatter(x=x, y=pad(s.leader), mode="lines", name="leader", showlegend=first,
+                                 legendgroup="leader", line=dict(shape="hv", color=COLOURS["leader"], width=2)),
+                      row=leader_row, col=1)
+        fig.add_trace(go.Scatter(x=x, y=pad(s.isr_size), mode="lines", name="ISR size", showlegend=first,
+                                 legendgroup="isr", fill="tozeroy", fillcolor="rgba(21,101,192,0.12)",
+                                 line=dict(shape="hv", color=COLOURS["isr"], width=2)), row=isr_row, col=1)
+        if s.elr_size is not None and s.elr_size.any():
+            fig.add_trace(go.Scatter(x=x, y=pad(s.elr_size), mode="lines", name="ELR size", showlegend=first,
+                                     legendgroup="elr", line=dict(shape="hv", color=COLOURS["elr"], dash="dot")),
+                          row=isr_row, col=1)
+        if min_isr:
+            fig.add_hline(y=min_isr, line=dict(color="#c62828", dash="dash", width=1), row=isr_row, col=1,
+                          annotation_text=f"min.insync.replicas={min_isr}", annotation_position="bottom right",
+                          annotation_font=dict(size=10, color="#c62828"))
+        here = lost[lost["partition"].astype("Int64") == s.partition] if len(lost) else lost
+        if len(here):
+            fig.add_trace(go.Scatter(x=here["t_s"].to_numpy(dtype=float),
+                                     y=np.full(len(here), (replication_factor or 3) + 0.4), mode="markers",
+                                     name="lost write (ack time)", showlegend=not lost_in_legend, legendgroup="lost",
+                                     marker=dict(symbol="x", color="#c62828", size=8),
+                                     customdata=here["offset"].astype(str).to_numpy(),
+                                     hovertemplate="lost offset %{customdata}<extra></extra>"),
+                          row=isr_row, col=1)
+            lost_in_legend = True
+        fig.update_yaxes(tickvals=[-1] + brokers, ticktext=["none"] + [str(b) for b in brokers],
+                         range=[-1.5, max(brokers + [1]) + 0.5], row=leader_row, col=1)
+        fig.update_yaxes(range=[0, (replication_factor or 3) + 0.8], dtick=1, row=isr_row, col=1)
+    shade_faults(fig, windows, rows)
+    _base_layout(fig, 120 + 150 * rows, "Leader and ISR per partition")
+    fig.update_layout(hovermode="closest")
+    fig.update_xaxes(title_text="seconds since start", row=rows, col=1)
+    return fig
+
+
+def lost_per_partition_figure(lost_rows: list[dict]) -> go.Figure:
+    """Lost writes per partition, split into violations and losses the model allows."""
+    partitions = [f"p{r['partition']}" for r in lost_rows]
+    violation = np.array([r["violation"] for r in lost_rows])
+    allowed = np.array([r["count"] for r in lost_rows]) - violation
+    fig = go.Figure([
+        go.Bar(x=partitions, y=violation, name="violation", marker_color="#c62828"),
+        go.Bar(x=partitions, y=allowed, name="allowed by the model", marker_color="#ef9a9a"),
+    ])
+    _base_layout(fig, 300, "Lost acked writes per partition")
+    fig.update_layout(barmode="stack", hovermode="x")
+    fig.update_yaxes(title_text="lost writes", rangemode="tozero")
+    return fig

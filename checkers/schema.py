@@ -1,0 +1,82 @@
+"""Exact Arrow schemas of the history files and of the checker's output (docs/history.md is the contract).
+
+Writers (the workloads) build their Parquet files with these schemas; the checker validates against them.
+Only pyarrow is imported here, so any module can depend on this one.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+SENDS_SCHEMA = pa.schema([
+    pa.field("op_id", pa.int64(), nullable=False),
+    pa.field("process", pa.int32(), nullable=False),
+    pa.field("producer", pa.string(), nullable=False),
+    pa.field("acks", pa.string(), nullable=False),
+    pa.field("idempotent", pa.bool_(), nullable=False),
+    pa.field("key", pa.string(), nullable=True),
+    pa.field("value", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=True),
+    pa.field("offset", pa.int64(), nullable=True),
+    pa.field("outcome", pa.string(), nullable=False),
+    pa.field("error", pa.string(), nullable=True),
+    pa.field("t_invoke_ns", pa.int64(), nullable=False),
+    pa.field("t_complete_ns", pa.int64(), nullable=True),
+])
+
+READS_SCHEMA = pa.schema([
+    pa.field("consumer", pa.string(), nullable=False),
+    pa.field("seq", pa.int64(), nullable=False),
+    pa.field("phase", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("offset", pa.int64(), nullable=False),
+    pa.field("key", pa.string(), nullable=True),
+    pa.field("value", pa.string(), nullable=False),
+    pa.field("t_ns", pa.int64(), nullable=False),
+])
+
+FAULTS_SCHEMA = pa.schema([
+    pa.field("t_ns", pa.int64(), nullable=False),
+    pa.field("action", pa.string(), nullable=False),
+    pa.field("fault", pa.string(), nullable=False),
+    pa.field("nodes", pa.list_(pa.int32()), nullable=False),
+    pa.field("details", pa.string(), nullable=False),
+])
+
+CLUSTER_SCHEMA = pa.schema([
+    pa.field("t_ns", pa.int64(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("leader", pa.int32(), nullable=True),
+    pa.field("isr", pa.list_(pa.int32()), nullable=False),
+    pa.field("elr", pa.list_(pa.int32()), nullable=True),
+    pa.field("high_watermark", pa.int64(), nullable=True),
+    pa.field("controller", pa.int32(), nullable=True),
+])
+
+ANOMALIES_SCHEMA = pa.schema([
+    pa.field("kind", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=True),
+    pa.field("offset", pa.int64(), nullable=True),
+    pa.field("value", pa.string(), nullable=True),
+    pa.field("producer", pa.string(), nullable=True),
+    pa.field("op_id", pa.int64(), nullable=True),
+    pa.field("t_invoke_ns", pa.int64(), nullable=True),
+    pa.field("t_complete_ns", pa.int64(), nullable=True),
+    pa.field("t_read_ns", pa.int64(), nullable=True),
+    pa.field("classification", pa.string(), nullable=False),
+    pa.field("durability", pa.string(), nullable=True),
+    pa.field("reason", pa.string(), nullable=False),
+])
+
+# File name (relative to the results directory) -> schema, and whether the file must exist.
+HISTORY_FILES = {
+    "history/sends.parquet": (SENDS_SCHEMA, True),
+    "history/reads.parquet": (READS_SCHEMA, True),
+    "history/faults.parquet": (FAULTS_SCHEMA, False),
+    "history/cluster.parquet": (CLUSTER_SCHEMA, False),
+}
+
+META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}
+
+# Anomaly kinds in the order verdict.json lists them. `recovered` is counted but never a violation.
+ANOMALY_KINDS = ("lost", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
+                 "nonmonotonic_send", "poll_skip", "recovered")

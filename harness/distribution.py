@@ -1,0 +1,206 @@
+"""Kafka's broker runtime classpath, resolved from Maven Central with Maven into a versioned cache.
+
+The published kafka_2.13 POM gives core's runtime classpath; the logging backend the release tarball ships is added
+by a profile of docker/pom.xml (3.x: reload4j, 4.x: log4j2). No tarball, no bin scripts: the image runs kafka.Kafka.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import EnvironmentProblem, UsageError
+from harness.paths import DOCKER_CONTEXT, cache_dir
+
+log = logging.getLogger(__name__)
+
+GROUP, ARTIFACT = "org.apache.kafka", "kafka_2.13"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+METADATA_MAX_AGE_S = 24 * 3600
+OLDEST_SUPPORTED = (3, 9, 0)  # KRaft with the settings this harness uses; 3.9 is the last 3.x line
+
+
+@dataclass(frozen=True)
+class KafkaDistribution:
+    """A resolved broker classpath: `libs` holds every jar `kafka.Kafka` needs."""
+
+    version: str
+    libs: Path
+
+    @property
+    def major(self) -> int:
+        return parse_version(self.version)[0]
+
+    @property
+    def log4j_opts(self) -> str:
+        if self.major >= 4:
+            return "-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.xml"
+        return "-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
+
+    def jar_names(self) -> list[str]:
+        return sorted(p.name for p in self.libs.glob("*.jar"))
+
+
+def parse_version(version: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version or ""):
+        raise UsageError(f"'{version}' is not a Kafka release version", "give one like 4.4.0 or 3.9.2")
+    return tuple(int(x) for x in version.split("."))
+
+
+def _mvn() -> str:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise EnvironmentProblem(
+            "Maven (mvn) is not on PATH: it resolves Kafka's jars from Maven Central",
+            "apt-get install -y maven (and a JDK 17: apt-get install -y openjdk-17-jdk-headless)",
+        )
+    return mvn
+
+
+def _run_mvn(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    cmd = [_mvn(), "-B", "-ntp", *args]
+    log.debug("running %s", " ".join(cmd))
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+
+
+def _metadata_file() -> Path:
+    return Path.home() / ".m2/repository/org/apache/kafka" / ARTIFACT / "maven-metadata-central.xml"
+
+
+def available_versions(refresh: bool = False) -> list[str]:
+    """Release versions of kafka_2.13 that Maven Central lists (>= 3.9.0), oldest first."""
+    meta = _metadata_file()
+    stale = not meta.exists() or time.time() - meta.stat().st_mtime > METADATA_MAX_AGE_S
+    if refresh or stale:
+        probe = cache_dir() / "probe"
+        probe.mkdir(exist_ok=True)
+        # A version range makes Maven fetch the artifact's maven-metadata.xml, which lists every release.
+        (probe / "pom.xml").write_text(
+            '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+            "<groupId>local.kafka-chaos</groupId><artifactId>probe</artifactId><version>1</version>"
+            "<packaging>pom</packaging><dependencies><dependency>"
+            f"<groupId>{GROUP}</groupId><artifactId>{ARTIFACT}</artifactId>"
+            "<version>[99999.0.0,)</version><type>pom</type></dependency></dependencies></project>"
+        )
+        proc = _run_mvn(["-U", "-q", f"{DEPENDENCY_PLUGIN}:list", "-DexcludeTransitive=true"], probe)
+        if not meta.exists():
+            raise EnvironmentProblem(
+                f"could not read the version list of {GROUP}:{ARTIFACT} from Maven Central "
+                f"(mvn said: {_last_lines(proc)})",
+                "check network access to Maven Central (and any mirror in ~/.m2/settings.xml)",
+            )
+        meta.touch()
+    versions = [v.text for v in ET.parse(meta).getroot().iter("version") if v.text]
+    releases = [v for v in versions if re.fullmatch(r"\d+\.\d+\.\d+", v)]
+    return sorted((v for v in releases if parse_version(v) >= OLDEST_SUPPORTED), key=parse_version)
+
+
+def default_version() -> str:
+    """The newest 4.x release Maven Central lists and can serve whole (some releases lack an artifact)."""
+    fours = [v for v in available_versions() if parse_version(v)[0] == 4]
+    usable = [v for v in fours if not _known_unresolvable(v)]
+    if not usable:
+        raise EnvironmentProblem("Maven Central lists no usable Kafka 4.x release", "pass --kafka-version explicitly")
+    return usable[-1]
+
+
+def _unresolvable_marker(version: str) -> Path:
+    return cache_dir() / "kafka" / version / "UNRESOLVABLE"
+
+
+def _known_unresolvable(version: str) -> bool:
+    marker = _unresolvable_marker(version)
+    return marker.exists() and time.time() - marker.stat().st_mtime < METADATA_MAX_AGE_S
+
+
+def _last_lines(proc: subprocess.CompletedProcess, n: int = 6) -> str:
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln] or (
+        proc.stdout + proc.stderr
+    ).splitlines()
+    return " | ".join(ln.strip() for ln in lines[-n:])
+
+
+def libs_dir(version: str) -> Path:
+    return cache_dir() / "kafka" / version / "libs"
+
+
+def cached(version: str) -> KafkaDistribution | None:
+    libs = libs_dir(version)
+    if (libs.parent / "COMPLETE").exists():
+        return KafkaDistribution(version, libs)
+    return None
+
+
+def resolve(version: str | None = None) -> KafkaDistribution:
+    """The broker classpath for `version`, downloading it once.
+
+    Without a version: the newest 4.x release, skipping releases whose artifacts Maven Central cannot serve.
+    """
+    if version is not None:
+        return _resolve_exact(version)
+    while True:
+        candidate = default_version()
+        try:
+            return _resolve_exact(candidate)
+        except UnresolvableRelease as e:
+            log.warning("skipping Kafka %s: %s", candidate, e.cause)
+
+
+class UnresolvableRelease(UsageError):
+    """A release Maven Central lists whose dependency closure it cannot serve."""
+
+
+def _resolve_exact(version: str) -> KafkaDistribution:
+    parse_version(version)
+    if found := cached(version):
+        return found
+    if parse_version(version) < OLDEST_SUPPORTED:
+        raise UsageError(
+            f"Kafka {version} is older than this harness supports (KRaft from 3.9.0 on)",
+            f"pick one of: {', '.join(available_versions())}",
+        )
+    libs = libs_dir(version)
+    tmp = libs.parent / "libs.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    profile = "kafka4" if parse_version(version)[0] >= 4 else "kafka3"
+    log.info("resolving Kafka %s broker jars from Maven Central (profile %s)", version, profile)
+    proc = _run_mvn(
+        [
+            "-U", "-f", str(DOCKER_CONTEXT / "pom.xml"), "-P", profile, f"-Dkafka.version={version}",
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
+        ],
+        cwd=libs.parent,
+    )
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        out = proc.stdout + proc.stderr
+        known = available_versions(refresh=True)
+        if version not in known:
+            raise UsageError(
+                f"Kafka {version} is not on Maven Central ({GROUP}:{ARTIFACT}:{version} does not exist)",
+                f"pick one of: {', '.join(known)}",
+            )
+        missing = re.search(r"Could not find artifact (\S+)", out) or re.search(r"(\S+:jar:\S+) was not found", out)
+        if missing:
+            _unresolvable_marker(version).write_text(missing.group(1) + "\n")
+            others = [v for v in known if v != version and not _known_unresolvable(v)]
+            raise UnresolvableRelease(
+                f"Kafka {version} is listed on Maven Central but its dependency {missing.group(1)} is missing there",
+                f"pick another release: {', '.join(others)}",
+            )
+        raise EnvironmentProblem(
+            f"Maven could not resolve {GROUP}:{ARTIFACT}:{version} and its dependencies: {_last_lines(proc)}",
+            "check network access to Maven Central; rerun with -v for Maven's full output",
+        )
+    shutil.rmtree(libs, ignore_errors=True)
+    tmp.rename(libs)
+    dist = KafkaDistribution(version, libs)
+    (libs.parent / "COMPLETE").write_text("\n".join(dist.jar_names()) + "\n")
+    log.info("Kafka %s: %d jars in %s", version, len(dist.jar_names()), libs)
+    return dist
