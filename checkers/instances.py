@@ -1,0 +1,39 @@
+"""The anomaly-instance table both finders produce (Spark and the pandas reference) and the judge consumes.
+
+One row per instance, before the ISR model classifies it. Keeping one column set and one canonical sort makes
+the Spark and reference results directly comparable in tests.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+INSTANCE_COLUMNS = {
+    "kind": "string",
+    "partition": "Int32",
+    "offset": "Int64",          # the acked offset for sends, the read offset otherwise (poll_skip: b)
+    "value": "string",
+    "producer": "string",
+    "process": "Int32",
+    "op_id": "Int64",
+    "acks": "string",
+    "idempotent": "boolean",
+    "t_invoke_ns": "Int64",
+    "t_complete_ns": "Int64",
+    "t_read_ns": "Int64",       # first read of the value (divergent: of the position; poll_skip: of b)
+    "consumer": "string",       # poll_skip only
+    "from_offset": "Int64",     # poll_skip: a
+    "multiplicity": "Int64",    # duplicate: positions; divergent: values
+}
+
+
+def normalise(df: pd.DataFrame) -> pd.DataFrame:
+    """Canonical dtypes, column order and row order."""
+    out = pd.DataFrame({c: df[c] if c in df.columns else pd.Series([pd.NA] * len(df), index=df.index)
+                        for c in INSTANCE_COLUMNS})
+    out = out.astype(INSTANCE_COLUMNS)
+    return out.sort_values(["kind", "partition", "offset", "value", "consumer"], na_position="first",
+                           kind="stable").reset_index(drop=True)
+
+
+def empty() -> pd.DataFrame:
+    return normalise(pd.DataFrame(columns=list(INSTANCE_COLUMNS)))

@@ -1,0 +1,458 @@
+"""A real KRaft cluster in Docker: N brokers plus dedicated controllers on their own bridge network.
+
+Every container and the network carry labels (harness, cluster name, run id, owner pid), so a crashed run's
+leftovers can be found and removed (`kafka-chaos cluster down --all`), and a watchdog removes them if the owning
+process dies. Live metadata (leader, ISR, high watermark, active controller) is read from the running cluster.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import docker
+import docker.errors
+from docker.types import IPAMConfig, IPAMPool
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
+
+from harness import config as cfg
+from harness.config import ClusterConfig
+from harness.engine import docker_client
+from harness.errors import EnvironmentProblem, HarnessError, UsageError
+from harness.node import Node
+from harness.reaper import LABEL_RUN, Reaper, remove_labelled
+
+log = logging.getLogger(__name__)
+
+LABEL = "kafka-chaos"
+LABEL_CLUSTER = "kafka-chaos.cluster"
+LABEL_OWNER = "kafka-chaos.owner-pid"
+LABEL_CONFIG = "kafka-chaos.config"
+SUBNET_POOL = ipaddress.ip_network("172.29.0.0/16")
+
+
+class ClusterTimeout(HarnessError):
+    """A readiness or health wait ran out."""
+
+
+@dataclass
+class PartitionState:
+    partition: int
+    leader: int | None
+    replicas: list[int]
+    isr: list[int]
+
+
+def wait_until(condition: Callable[[], object], timeout: float, message: str | Callable[[], str],
+               interval: float = 0.5) -> object:
+    """Poll `condition` until it returns something truthy; ClusterTimeout with `message` after `timeout` s."""
+    def attempt():
+        try:
+            return condition()
+        except HarnessError:
+            raise
+        except Exception as e:  # a broker that is down answers with errors: keep polling
+            log.debug("wait_until: %s", e)
+            return None
+
+    try:
+        for a in Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(interval),
+                          retry=retry_if_result(lambda r: not r), reraise=True):
+            with a:
+                result = attempt()
+            if not a.retry_state.outcome.failed and result:
+                return result
+    except RetryError:
+        pass
+    raise ClusterTimeout(message() if callable(message) else message)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+class KafkaCluster:
+    """Start with `up()` or as a context manager; `attach(name)` finds a cluster started by another process."""
+
+    def __init__(self, config: ClusterConfig | None = None, *, persistent: bool = False,
+                 client: docker.DockerClient | None = None):
+        self.config = config or ClusterConfig()
+        self.config.validate()
+        self.persistent = persistent          # a CLI `cluster up` outlives its process: no watchdog
+        self.client = client or docker_client()
+        self.run_id = f"{self.config.name}-{uuid.uuid4().hex[:8]}"
+        self.version: str = self.config.kafka_version or ""
+        self.image: str = ""
+        self.cluster_id = cfg.new_cluster_id()
+        self.subnet: ipaddress.IPv4Network | None = None
+        self.nodes: list[Node] = []
+        self._reaper: Reaper | None = None
+        self._admin = None
+
+    # ---- naming --------------------------------------------------------------------------------------------
+    @property
+    def network_name(self) -> str:
+        return f"kc-{self.config.name}"
+
+    def _container_name(self, role: str, node_id: int) -> str:
+        return f"kc-{self.config.name}-{'b' if role == 'broker' else 'c'}{node_id}"
+
+    def _ip(self, role: str, node_id: int) -> str:
+        hosts = list(self.subnet.hosts())
+        return str(hosts[(10 + node_id if role == "broker" else node_id) - 1])
+
+    @property
+    def gateway_ip(self) -> str:
+        """Where the harness's clients come from, as the nodes see them."""
+        return str(next(self.subnet.hosts()))
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self.nodes if n.role == "broker"]
+
+    @property
+    def controllers(self) -> list[Node]:
+        return [n for n in self.nodes if n.role == "controller"]
+
+    def node(self, node_id: int) -> Node:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise UsageError(f"no node {node_id} in cluster {self.config.name}",
+                         f"nodes are: {', '.join(str(n.id) for n in self.nodes)}")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{n.ip}:{cfg.BROKER_PORT}" for n in self.brokers)
+
+    def labels(self) -> dict[str, str]:
+        return {LABEL: "1", LABEL_CLUSTER: self.config.name, LABEL_RUN: self.run_id,
+                LABEL_OWNER: "0" if self.persistent else str(os.getpid())}
+
+    # ---- lifecycle -----------------------------------------------------------------------------------------
+    def __enter__(self) -> "KafkaCluster":
+        self.up()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    def up(self, timeout: float = 120) -> "KafkaCluster":
+        """Resolve jars and image, create network and nodes, wait until every broker has registered."""
+        from harness import distribution, image
+
+        sweep_orphans(self.client)
+        self._check_name_free()
+        if self.config.image:
+            self.image = image.use_external_image(self.client, self.config.image)
+            if not self.version:
+                raise UsageError("--image needs --kafka-version (the model depends on it)", "add --kafka-version V")
+        else:
+            dist = distribution.resolve(self.config.kafka_version)
+            self.version = dist.version
+            self.image = image.ensure_broker_image(self.client, dist)
+        self._reaper = Reaper(self.run_id)
+        try:
+            self._create_network()
+            self._create_nodes()
+            self.wait_ready(timeout)
+        except BaseException:
+            log.info("cluster %s did not come up: removing it", self.config.name)
+            self.down()
+            raise
+        if self.persistent:
+            self._reaper.release()
+            self._reaper = None
+        return self
+
+    def _check_name_free(self) -> None:
+        if self.client.networks.list(names=[self.network_name]) or self.client.containers.list(
+            all=True, filters={"label": f"{LABEL_CLUSTER}={self.config.name}"}
+        ):
+            raise UsageError(
+                f"a cluster named '{self.config.name}' already exists (network {self.network_name})",
+                f"remove it with `kafka-chaos cluster down --name {self.config.name}`, reuse it, "
+                "or pick another --name",
+            )
+
+    def _used_subnets(self) -> list[ipaddress.IPv4Network]:
+        used = []
+        for n in self.client.networks.list():
+            for c in (n.attrs.get("IPAM") or {}).get("Config") or []:
+                if c.get("Subnet") and ":" not in c["Subnet"]:
+                    used.append(ipaddress.ip_network(c["Subnet"], strict=False))
+        try:
+            routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+            for line in routes.splitlines():
+                dest = line.split()[0]
+                if "/" in dest:
+                    used.append(ipaddress.ip_network(dest, strict=False))
+        except FileNotFoundError:
+            pass
+        return used
+
+    def _pick_subnet(self) -> ipaddress.IPv4Network:
+        used = self._used_subnets()
+        if self.config.subnet:
+            want = ipaddress.ip_network(self.config.subnet, strict=False)
+            clash = [u for u in used if u.overlaps(want)]
+            if clash:
+                raise UsageError(f"subnet {want} overlaps {clash[0]}, already used on this host",
+                                 "pick another --subnet, or omit it to use a free one")
+            return want
+        for candidate in SUBNET_POOL.subnets(new_prefix=24):
+            if not any(u.overlaps(candidate) for u in used):
+                return candidate
+        raise EnvironmentProblem(f"no free /24 left in {SUBNET_POOL}", "remove old networks: docker network prune")
+
+    def _create_network(self) -> None:
+        self.subnet = self._pick_subnet()
+        gateway = str(next(self.subnet.hosts()))
+        labels = self.labels() | {LABEL_CONFIG: json.dumps({
+            "config": json.loads(self.config.to_json()), "version": self.version, "image": self.image,
+            "cluster_id": self.cluster_id, "subnet": str(self.subnet)})}
+        try:
+            self.client.networks.create(
+                self.network_name, driver="bridge", labels=labels, check_duplicate=True,
+                ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=str(self.subnet), gateway=gateway)]),
+            )
+        except docker.errors.APIError as e:
+            raise UsageError(f"cannot create network {self.network_name} on {self.subnet}: {e.explanation}",
+                             "pick another --subnet or --name") from e
+
+    def _create_nodes(self) -> None:
+        c = self.config
+        controller_ids = [cfg.FIRST_CONTROLLER_ID + i for i in range(c.controllers)]
+        controller_ips = {i: self._ip("controller", i) for i in controller_ids}
+        specs = [("controller", i, cfg.controller_properties(c, self.version, i, controller_ips))
+                 for i in controller_ids]
+        specs += [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), controller_ips))
+                  for i in range(1, c.brokers + 1)]
+        fmt = cfg.format_args(c, self.version)
+        for role, node_id, props in specs:
+            name, ip = self._container_name(role, node_id), self._ip(role, node_id)
+            self.client.containers.run(
+                self.image, name=name, hostname=name, detach=True,
+                labels=self.labels() | {"kafka-chaos.node-id": str(node_id), "kafka-chaos.role": role},
+                cap_add=["NET_ADMIN"], network=self.network_name,
+                networking_config={self.network_name: self.client.api.create_endpoint_config(ipv4_address=ip)},
+                environment={"KAFKA_PROPERTIES": props, "CLUSTER_ID": self.cluster_id,
+                             "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt},
+                mem_limit="2g",
+            )
+            self.nodes.append(Node(node_id, role, name, ip, self.client))
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Every broker registered with the controller and answering clients."""
+        want = {n.id for n in self.brokers}
+
+        def ready():
+            for n in self.nodes:
+                if n.state() in ("exited", "dead", "missing"):
+                    raise ClusterTimeout(f"{n} exited while starting. Last log lines:\n{n.logs(tail=30)}")
+            md = self.admin().list_topics(timeout=3)
+            return want <= set(md.brokers)
+
+        wait_until(ready, timeout, lambda: f"cluster {self.config.name}: brokers not ready after {timeout:.0f} s. "
+                   + self._log_tails())
+
+    def _log_tails(self, lines: int = 15) -> str:
+        return "".join(f"\n--- {n} ({n.state()}), last log lines:\n{n.logs(tail=lines)}" for n in self.nodes)
+
+    def down(self, logs_to: Path | None = None) -> None:
+        """Remove the nodes and the network (after saving each node's log to `logs_to`)."""
+        if logs_to:
+            self.save_logs(logs_to)
+        if self._admin is not None:
+            self._admin = None
+        remove_labelled(f"{LABEL_RUN}={self.run_id}")
+        if self._reaper:
+            self._reaper.release()
+            self._reaper = None
+        self.nodes = []
+
+    def save_logs(self, directory: Path) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for n in self.nodes:
+            (directory / f"{n.name}.log").write_text(n.logs())
+
+    @classmethod
+    def attach(cls, name: str = "kafka-chaos", client: docker.DockerClient | None = None) -> "KafkaCluster":
+        """The running cluster `name`, as its labels describe it."""
+        client = client or docker_client()
+        nets = client.networks.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
+        if not nets:
+            raise UsageError(f"no cluster named '{name}' is running", "start one: kafka-chaos cluster up")
+        net = nets[0]
+        info = json.loads(net.attrs["Labels"][LABEL_CONFIG])
+        self = cls.__new__(cls)
+        self.config = ClusterConfig(**info["config"])
+        self.persistent = net.attrs["Labels"].get(LABEL_OWNER) == "0"
+        self.client = client
+        self.run_id = net.attrs["Labels"][LABEL_RUN]
+        self.version, self.image, self.cluster_id = info["version"], info["image"], info["cluster_id"]
+        self.subnet = ipaddress.ip_network(info["subnet"])
+        self._reaper, self._admin = None, None
+        self.nodes = []
+        for c in client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={self.run_id}"}):
+            role, node_id = c.labels["kafka-chaos.role"], int(c.labels["kafka-chaos.node-id"])
+            self.nodes.append(Node(node_id, role, c.name, self._ip(role, node_id), client))
+        self.nodes.sort(key=lambda n: (n.role != "broker", n.id))
+        return self
+
+    # ---- live metadata -------------------------------------------------------------------------------------
+    def admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 3000,
+                                       "socket.connection.setup.timeout.ms": 3000,
+                                       "reconnect.backoff.max.ms": 1000, "log_level": 0})
+        return self._admin
+
+    def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
+                     configs: dict[str, str] | None = None, timeout: float = 30) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        fut = self.admin().create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
+                                         request_timeout=timeout)[topic]
+        fut.result(timeout=timeout)
+        self.wait_healthy(topic, timeout)
+
+    def delete_topics(self, topics: list[str] | None = None, timeout: float = 30) -> None:
+        topics = topics if topics is not None else self.topics()
+        if not topics:
+            return
+        for fut in self.admin().delete_topics(topics, request_timeout=timeout).values():
+            fut.result(timeout=timeout)
+        wait_until(lambda: not set(topics) & set(self.topics()), timeout, f"topics {topics} still exist")
+
+    def topics(self) -> list[str]:
+        md = self.admin().list_topics(timeout=5)
+        return sorted(t for t in md.topics if not t.startswith("__"))
+
+    def describe(self, topic: str, timeout: float = 5) -> list[PartitionState]:
+        from confluent_kafka import TopicCollection
+
+        desc = self.admin().describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic].result(
+            timeout=timeout)
+        return sorted(
+            (PartitionState(p.id, p.leader.id if p.leader is not None and p.leader.id >= 0 else None,
+                            [r.id for r in p.replicas], [r.id for r in p.isr]) for p in desc.partitions),
+            key=lambda s: s.partition)
+
+    def partition(self, topic: str, partition: int) -> PartitionState:
+        for s in self.describe(topic):
+            if s.partition == partition:
+                return s
+        raise UsageError(f"topic {topic} has no partition {partition}", "check the partition number")
+
+    def leader(self, topic: str, partition: int = 0) -> int | None:
+        return self.partition(topic, partition).leader
+
+    def isr(self, topic: str, partition: int = 0) -> list[int]:
+        return self.partition(topic, partition).isr
+
+    def high_watermarks(self, topic: str, timeout: float = 5) -> dict[int, int]:
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        parts = [TopicPartition(topic, s.partition) for s in self.describe(topic, timeout)]
+        res = self.admin().list_offsets({tp: OffsetSpec.latest() for tp in parts},
+                                        isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout)
+        return {tp.partition: fut.result(timeout=timeout).offset for tp, fut in res.items()}
+
+    def active_controller(self) -> int | None:
+        """The KRaft quorum leader: the highest-epoch leader recorded in the running controllers' quorum-state."""
+        best: tuple[int, int] | None = None
+        for n in self.controllers:
+            if not n.is_running():
+                continue
+            text = n.read_file("/var/lib/kafka/data/__cluster_metadata-0/quorum-state")
+            if not text:
+                continue
+            state = json.loads(text)
+            leader, epoch = state.get("leaderId", -1), state.get("leaderEpoch", -1)
+            if leader is not None and leader >= 0 and (best is None or epoch > best[1]):
+                best = (leader, epoch)
+        return best[0] if best else None
+
+    def is_healthy(self, topic: str) -> bool:
+        """Every partition has a leader and a full ISR, and every node runs unpaused."""
+        if any(n.state() != "running" for n in self.nodes):
+            return False
+        return all(s.leader is not None and set(s.isr) == set(s.replicas) for s in self.describe(topic))
+
+    def wait_healthy(self, topic: str, timeout: float = 60) -> None:
+        wait_until(lambda: self.is_healthy(topic), timeout,
+                   lambda: f"topic {topic} not healthy after {timeout:.0f} s: {self._describe_or_error(topic)}")
+
+    def _describe_or_error(self, topic: str) -> str:
+        try:
+            return "; ".join(f"p{s.partition} leader={s.leader} isr={s.isr} replicas={s.replicas}"
+                             for s in self.describe(topic))
+        except Exception as e:
+            return f"cannot describe it ({e})"
+
+    def status(self) -> str:
+        """Nodes with their state, then per topic partition its leader and ISR."""
+        lines = [f"cluster {self.config.name}: Kafka {self.version}, network {self.network_name} {self.subnet}",
+                 f"bootstrap servers: {self.bootstrap_servers}", "",
+                 f"{'NODE':>6}  {'ROLE':<10}  {'STATE':<8}  {'ADDRESS':<15}  CONTAINER"]
+        controller = None
+        try:
+            controller = self.active_controller()
+        except HarnessError:
+            pass
+        for n in self.nodes:
+            mark = "  (active controller)" if n.id == controller else ""
+            lines.append(f"{n.id:>6}  {n.role:<10}  {n.state():<8}  {n.ip:<15}  {n.name}{mark}")
+        try:
+            topics = self.topics()
+        except Exception as e:
+            lines.append(f"\ntopics: cannot list them ({e})")
+            return "\n".join(lines)
+        lines.append("")
+        lines.append(f"{'TOPIC':<20} {'PARTITION':>9}  {'LEADER':>6}  {'ISR':<12}  REPLICAS" if topics
+                     else "no topics")
+        for t in topics:
+            for s in self.describe(t):
+                lines.append(f"{t:<20} {s.partition:>9}  {s.leader if s.leader is not None else '-':>6}  "
+                             f"{','.join(map(str, s.isr)):<12}  {','.join(map(str, s.replicas))}")
+        return "\n".join(lines)
+
+
+def sweep_orphans(client: docker.DockerClient) -> int:
+    """Remove clusters whose owning process on this host is gone (a crashed run that its reaper missed)."""
+    runs = set()
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        owner = int(c.labels.get(LABEL_OWNER, "0") or 0)
+        if owner and not _pid_alive(owner):
+            runs.add(c.labels[LABEL_RUN])
+    for n in client.networks.list(filters={"label": LABEL}):
+        owner = int(n.attrs["Labels"].get(LABEL_OWNER, "0") or 0)
+        if owner and not _pid_alive(owner):
+            runs.add(n.attrs["Labels"][LABEL_RUN])
+    for run in runs:
+        log.info("removing leftovers of run %s (its process is gone)", run)
+        remove_labelled(f"{LABEL_RUN}={run}")
+    return len(runs)
+
+
+def remove_all() -> int:
+    """Remove every container and network kafka-chaos made on this engine."""
+    return remove_labelled(f"{LABEL}=1")

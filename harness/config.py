@@ -1,0 +1,163 @@
+"""Cluster configuration, and the server.properties each node gets from it."""
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+
+from harness.errors import UsageError
+
+BROKER_PORT, CONTROLLER_PORT = 9092, 9093
+FIRST_CONTROLLER_ID = 101
+
+# Kafka's own defaults for the settings a scenario may change (ReplicationConfigs, KRaftConfigs, LogConfig).
+KAFKA_DEFAULTS = {
+    "min.insync.replicas": "1",
+    "unclean.leader.election.enable": "false",
+    "replica.lag.time.max.ms": "30000",
+    "broker.session.timeout.ms": "9000",
+    "broker.heartbeat.interval.ms": "2000",
+}
+
+
+@dataclass
+class ClusterConfig:
+    """What a cluster is made of and the broker settings scenarios turn.
+
+    Defaults favour quick fault detection on a small machine: the ISR lag time is 10 s instead of 30 s.
+    """
+
+    name: str = "kafka-chaos"
+    kafka_version: str | None = None            # None: the newest 4.x Maven Central serves
+    brokers: int = 3
+    controllers: int = 1
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+    replica_lag_time_max_ms: int = 10000
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
+    elr: bool | None = None                     # None: the version's default (on for new clusters from 4.1)
+    log_flush_interval_messages: int | None = None
+    log_flush_interval_ms: int | None = None
+    heap_opts: str = "-Xms256m -Xmx768m"
+    subnet: str | None = None                   # None: the first free /24 in 172.29.0.0/16
+    image: str | None = None                    # None: build kafka-chaos-broker locally
+    extra_settings: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if not 1 <= self.brokers <= 9:
+            raise UsageError(f"--brokers {self.brokers}: a cluster has 1 to 9 brokers", "use --brokers 3")
+        if self.controllers not in (1, 3, 5):
+            raise UsageError(f"--controllers {self.controllers}: a KRaft quorum has 1, 3 or 5 controllers",
+                             "use --controllers 1 or 3")
+        if not 1 <= self.min_insync_replicas <= self.brokers:
+            raise UsageError(f"min.insync.replicas {self.min_insync_replicas} must be between 1 and {self.brokers}",
+                             "lower --min-isr")
+        if not self.name.replace("-", "").isalnum():
+            raise UsageError(f"cluster name '{self.name}' may hold only letters, digits and '-'", "rename it")
+
+    def broker_settings(self) -> dict[str, str]:
+        """Settings shared by every node (brokers and controllers read different ones)."""
+        s = {
+            "min.insync.replicas": str(self.min_insync_replicas),
+            "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
+            "replica.lag.time.max.ms": str(self.replica_lag_time_max_ms),
+            "broker.session.timeout.ms": str(self.broker_session_timeout_ms),
+            "broker.heartbeat.interval.ms": str(self.broker_heartbeat_interval_ms),
+        }
+        if self.log_flush_interval_messages is not None:
+            s["log.flush.interval.messages"] = str(self.log_flush_interval_messages)
+        if self.log_flush_interval_ms is not None:
+            s["log.flush.interval.ms"] = str(self.log_flush_interval_ms)
+        s.update(self.extra_settings)
+        return s
+
+    def changed_settings(self) -> dict[str, str]:
+        """The broker settings that differ from Kafka's defaults (meta.json's broker_settings)."""
+        return {k: v for k, v in self.broker_settings().items() if KAFKA_DEFAULTS.get(k) != v}
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ClusterConfig":
+        return cls(**json.loads(text))
+
+
+def new_cluster_id() -> str:
+    """A Kafka Uuid string: URL-safe base64 of 16 bytes without padding, not starting with '-'."""
+    while True:
+        s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not s.startswith("-"):
+            return s
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def elr_default(version: str) -> bool:
+    return version_tuple(version) >= (4, 1, 0)
+
+
+def format_args(config: ClusterConfig, version: str) -> str:
+    """Extra `kafka-storage format` flags: the ELR feature level, where the version has ELR (4.0+)."""
+    if config.elr is None or version_tuple(version) < (4, 0, 0):
+        return ""
+    return f"--feature eligible.leader.replicas.version={1 if config.elr else 0}"
+
+
+def quorum_voters(controller_ips: dict[int, str]) -> str:
+    return ",".join(f"{nid}@{ip}:{CONTROLLER_PORT}" for nid, ip in sorted(controller_ips.items()))
+
+
+def _render(props: dict[str, str]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in props.items()) + "\n"
+
+
+def broker_properties(config: ClusterConfig, version: str, node_id: int, ip: str,
+                      controller_ips: dict[int, str]) -> str:
+    rf = min(3, config.brokers)
+    props = {
+        "process.roles": "broker",
+        "node.id": str(node_id),
+        "controller.quorum.voters": quorum_voters(controller_ips),
+        "listeners": f"PLAINTEXT://0.0.0.0:{BROKER_PORT}",
+        "advertised.listeners": f"PLAINTEXT://{ip}:{BROKER_PORT}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": "/var/lib/kafka/data",
+        "num.partitions": "1",
+        "default.replication.factor": str(rf),
+        "offsets.topic.replication.factor": str(rf),
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": str(min(2, rf)),
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "num.replica.fetchers": "1",
+        "background.threads": "4",
+    }
+    if version_tuple(version) >= (4, 0, 0):
+        props["share.coordinator.state.topic.replication.factor"] = str(rf)
+        props["share.coordinator.state.topic.min.isr"] = str(min(2, rf))
+    props.update(config.broker_settings())
+    return _render(props)
+
+
+def controller_properties(config: ClusterConfig, version: str, node_id: int,
+                          controller_ips: dict[int, str]) -> str:
+    props = {
+        "process.roles": "controller",
+        "node.id": str(node_id),
+        "controller.quorum.voters": quorum_voters(controller_ips),
+        "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": "/var/lib/kafka/data",
+    }
+    props.update(config.broker_settings())
+    return _render(props)
