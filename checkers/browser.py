@@ -182,7 +182,13 @@ class HeadlessChromium:
         started = time.monotonic()
         self.send("Page.navigate", url=url)
         deadline = started + self.options.timeout_s
-        while not self.evaluate(f"!!({ready_expression})"):
+        # the previous document answers until the new one loads: wait for its load event first
+        while not any(e["method"] == "Page.loadEventFired" for e in self.events):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url}: no load event")
+            self._pump(0.05)
+        guarded = f"(function () {{ try {{ return !!({ready_expression}); }} catch (e) {{ return false; }} }})()"
+        while not self.evaluate(guarded):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{url}: {ready_expression} never became true")
             self._pump(0.05)

@@ -28,9 +28,8 @@ INSTANCE_COLUMNS = {
 
 def normalise(df: pd.DataFrame) -> pd.DataFrame:
     """Canonical dtypes, column order and row order."""
-    out = pd.DataFrame({c: df[c] if c in df.columns else pd.Series([pd.NA] * len(df), index=df.index)
-                        for c in INSTANCE_COLUMNS})
-    out = out.astype(INSTANCE_COLUMNS)
+    out = pd.DataFrame({c: df[c].astype(t) if c in df.columns else pd.Series(pd.NA, index=df.index, dtype=t)
+                        for c, t in INSTANCE_COLUMNS.items()})
     return out.sort_values(["kind", "partition", "offset", "value", "consumer"], na_position="first",
                            kind="stable").reset_index(drop=True)
 

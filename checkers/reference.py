@@ -87,10 +87,11 @@ def find_anomalies(sends: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
         found.append(rows.drop(columns=[c for c in rows.columns if c.endswith("_send")]))
 
     # divergent: one position, several values
-    per_position = pos.groupby(["partition", "offset"])["code"].agg(["min", "size"])
-    div = per_position[per_position["size"] >= 2].reset_index()
+    sizes = pos.groupby(["partition", "offset"])["code"].transform("size").to_numpy()
+    shared = pos[sizes >= 2].assign(value=lambda d: uniques[d["code"].to_numpy()])
+    div = shared.groupby(["partition", "offset"])["value"].agg(["min", "size"]).reset_index()
     found.append(pd.DataFrame({"kind": "divergent", "partition": div["partition"], "offset": div["offset"],
-                               "value": uniques[div["min"].to_numpy()], "multiplicity": div["size"]}))
+                               "value": div["min"], "multiplicity": div["size"]}))
 
     # failed_read and recovered: definite failures and indeterminate sends whose value was read
     found.append(_send_rows(sends, is_fail & s_read, "failed_read"))
@@ -117,8 +118,8 @@ def find_anomalies(sends: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
     found.append(_send_rows(sends, drops, "nonmonotonic_send"))
 
     found.append(_poll_skips(reads, r_part, r_off))
-    out = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) \
-        else instances.empty()
+    found = [instances.normalise(f) for f in found if len(f)]
+    out = pd.concat(found, ignore_index=True) if found else instances.empty()
     return _add_first_reads(out, reads)
 
 

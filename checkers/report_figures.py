@@ -23,28 +23,48 @@ KIND_MARKERS = {"lost": ("x", "#c62828"), "duplicate": ("diamond", "#6a1b9a"), "
 FONT = dict(family="system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif", size=12)
 
 
+# A small white theme instead of a stock template: "plotly_white" is large, slow to copy and embedded in every figure.
+AXIS_STYLE = dict(gridcolor="#ececec", linecolor="#bdbdbd", zerolinecolor="#e0e0e0", ticks="outside",
+                  tickcolor="#bdbdbd", automargin=True)
+
+
 def _base_layout(fig: go.Figure, height: int, title: str) -> None:
-    fig.update_layout(template="plotly_white", height=height, font=FONT, title=dict(text=title, x=0, font_size=15),
+    fig.update_xaxes(**AXIS_STYLE)
+    fig.update_yaxes(**AXIS_STYLE)
+    fig.update_layout(template="none", paper_bgcolor="white", plot_bgcolor="white", height=height, font=FONT, title=dict(text=title, x=0, font_size=15),
                       margin=dict(l=70, r=20, t=70, b=40), hovermode="x unified",
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
 
 
-def shade_faults(fig: go.Figure, windows: list[FaultWindow], rows: int, label_row: int = 1) -> None:
-    """Shades each window on every row; labels it once, above the top row."""
+def fault_shapes(windows: list[FaultWindow]) -> tuple[list[dict], list[dict]]:
+    """One band per window across every row (the x axes are shared), and its label above the top row.
+
+    Plain dicts added in one layout update: plotly's add_vrect revalidates every shape on each call, which is
+    quadratic and took seconds for a few partitions.
+    """
+    shapes, labels = [], []
     for i, w in enumerate(windows):
-        colour = FAULT_FILL.get(w.effect, "#bdbdbd")
-        for row in range(1, rows + 1):
-            fig.add_vrect(x0=w.start_s, x1=w.end_s, fillcolor=colour, opacity=0.18, layer="below", line_width=0,
-                          row=row, col=1)
-        label = w.label + ("" if w.healed else " (not healed)")
-        fig.add_annotation(x=w.start_s, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor="left",
-                           yshift=2 + 14 * (i % 2), text=label, showarrow=False,
-                           font=dict(size=11, color="#424242"), bgcolor="rgba(255,255,255,0.7)")
-    # one legend entry per fault effect, since shapes are not in the legend
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=w.start_s, x1=w.end_s, y0=0, y1=1,
+                           fillcolor=FAULT_FILL.get(w.effect, "#bdbdbd"), opacity=0.18, layer="below",
+                           line=dict(width=0)))
+        labels.append(dict(x=w.start_s, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor="left",
+                           yshift=2 + 14 * (i % 2), text=w.label + ("" if w.healed else " (not healed)"),
+                           showarrow=False, font=dict(size=11, color="#424242"), bgcolor="rgba(255,255,255,0.7)"))
+    return shapes, labels
+
+
+def fault_legend(fig: go.Figure, windows: list[FaultWindow]) -> None:
+    """One legend entry per fault effect, since shapes are not in the legend."""
     for effect in dict.fromkeys(w.effect for w in windows):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"fault: {effect or 'other'}",
                                  marker=dict(symbol="square", size=12, color=FAULT_FILL.get(effect, "#bdbdbd"),
-                                             opacity=0.4), hoverinfo="skip"), row=label_row, col=1)
+                                             opacity=0.4), hoverinfo="skip"), row=1, col=1)
+
+
+def add_decorations(fig: go.Figure, shapes: list[dict], annotations: list[dict]) -> None:
+    """Adds shapes and annotations in a single layout update (keeping make_subplots' titles)."""
+    fig.update_layout(shapes=list(fig.layout.shapes) + shapes,
+                      annotations=list(fig.layout.annotations) + annotations)
 
 
 def timeline_figure(tl: Timeline, windows: list[FaultWindow], markers: pd.DataFrame) -> go.Figure:
@@ -74,7 +94,8 @@ def timeline_figure(tl: Timeline, windows: list[FaultWindow], markers: pd.DataFr
                                  of_kind["classification"].astype(str)], axis=1),
             hovertemplate="%{y} p%{customdata[0]} offset %{customdata[1]} (%{customdata[2]})<extra></extra>"),
             row=3, col=1)
-    shade_faults(fig, windows, rows)
+    fault_legend(fig, windows)
+    add_decorations(fig, *fault_shapes(windows))
     _base_layout(fig, 620 if kinds else 500, f"Timeline ({tl.bucket_s:g} s buckets)")
     fig.update_layout(hovermode="closest")
     fig.update_yaxes(title_text="operations / s", rangemode="tozero", row=1, col=1)
@@ -96,6 +117,8 @@ def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], 
     brokers = sorted({int(b) for s in series for b in s.leader if b >= 0})
     lost = markers[markers["kind"] == "lost"] if len(markers) else markers
     lost_in_legend = False
+    lines: list[dict] = []
+    line_labels: list[dict] = []
     for i, s in enumerate(series):
         leader_row, isr_row = 2 * i + 1, 2 * i + 2
         x = np.append(s.t_s, end_s) if end_s > s.t_s[-1] else s.t_s
@@ -112,9 +135,12 @@ def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], 
                                      legendgroup="elr", line=dict(shape="hv", color=COLOURS["elr"], dash="dot")),
                           row=isr_row, col=1)
         if min_isr:
-            fig.add_hline(y=min_isr, line=dict(color="#c62828", dash="dash", width=1), row=isr_row, col=1,
-                          annotation_text=f"min.insync.replicas={min_isr}", annotation_position="bottom right",
-                          annotation_font=dict(size=10, color="#c62828"))
+            axis = "" if isr_row == 1 else str(isr_row)
+            lines.append(dict(type="line", xref=f"x{axis} domain", x0=0, x1=1, yref=f"y{axis}", y0=min_isr,
+                              y1=min_isr, line=dict(color="#c62828", dash="dash", width=1)))
+            line_labels.append(dict(xref=f"x{axis} domain", x=1, xanchor="right", yref=f"y{axis}", y=min_isr,
+                                    yanchor="top", text=f"min.insync.replicas={min_isr}", showarrow=False,
+                                    font=dict(size=10, color="#c62828")))
         here = lost[lost["partition"].astype("Int64") == s.partition] if len(lost) else lost
         if len(here):
             fig.add_trace(go.Scatter(x=here["t_s"].to_numpy(dtype=float),
@@ -128,7 +154,9 @@ def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], 
         fig.update_yaxes(tickvals=[-1] + brokers, ticktext=["none"] + [str(b) for b in brokers],
                          range=[-1.5, max(brokers + [1]) + 0.5], row=leader_row, col=1)
         fig.update_yaxes(range=[0, (replication_factor or 3) + 0.8], dtick=1, row=isr_row, col=1)
-    shade_faults(fig, windows, rows)
+    fault_legend(fig, windows)
+    shapes, labels = fault_shapes(windows)
+    add_decorations(fig, shapes + lines, labels + line_labels)
     _base_layout(fig, 120 + 150 * rows, "Leader and ISR per partition")
     fig.update_layout(hovermode="closest")
     fig.update_xaxes(title_text="seconds since start", row=rows, col=1)

@@ -14,30 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SEND_SCHEMA = pa.schema([
-    ("op_id", pa.int64()), ("process", pa.int32()), ("producer", pa.string()), ("acks", pa.string()),
-    ("idempotent", pa.bool_()), ("key", pa.string()), ("value", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("outcome", pa.string()), ("error", pa.string()), ("t_invoke_ns", pa.int64()),
-    ("t_complete_ns", pa.int64()),
-])
-READ_SCHEMA = pa.schema([
-    ("consumer", pa.string()), ("seq", pa.int64()), ("phase", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("key", pa.string()), ("value", pa.string()), ("t_ns", pa.int64()),
-])
-FAULT_SCHEMA = pa.schema([
-    ("t_ns", pa.int64()), ("action", pa.string()), ("fault", pa.string()), ("nodes", pa.list_(pa.int32())),
-    ("details", pa.string()),
-])
-CLUSTER_SCHEMA = pa.schema([
-    ("t_ns", pa.int64()), ("partition", pa.int32()), ("leader", pa.int32()), ("isr", pa.list_(pa.int32())),
-    ("elr", pa.list_(pa.int32())), ("high_watermark", pa.int64()), ("controller", pa.int32()),
-])
-ANOMALY_SCHEMA = pa.schema([
-    ("kind", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.string()),
-    ("producer", pa.string()), ("op_id", pa.int64()), ("t_invoke_ns", pa.int64()), ("t_complete_ns", pa.int64()),
-    ("t_read_ns", pa.int64()), ("classification", pa.string()), ("durability", pa.string()),
-    ("reason", pa.string()),
-])
+from checkers.schema import (ANOMALIES_SCHEMA, ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA,
+                             SENDS_SCHEMA)
 
 T0_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 
@@ -73,8 +51,8 @@ def write_sample_run(results_dir: Path | str, sample: SampleRun = SampleRun()) -
     lost_idx, violation_idx = _pick_lost(sends, sample, rng)
     dup_idx = _pick_duplicates(sends, sample, rng, exclude=np.concatenate([lost_idx, violation_idx]))
     reads = _final_reads(sends, np.concatenate([lost_idx, violation_idx]), dup_idx, sample)
-    pq.write_table(pa.Table.from_pydict(sends, schema=SEND_SCHEMA), path / "history" / "sends.parquet")
-    pq.write_table(pa.Table.from_pydict(reads, schema=READ_SCHEMA), path / "history" / "reads.parquet")
+    pq.write_table(pa.Table.from_pydict(sends, schema=SENDS_SCHEMA), path / "history" / "sends.parquet")
+    pq.write_table(pa.Table.from_pydict(reads, schema=READS_SCHEMA), path / "history" / "reads.parquet")
     if sample.with_faults:
         pq.write_table(_faults(sample), path / "history" / "faults.parquet")
     if sample.with_cluster:
@@ -87,7 +65,7 @@ def write_sample_run(results_dir: Path | str, sample: SampleRun = SampleRun()) -
         (path / "meta.json").write_text(json.dumps(_meta(path.name, sample), indent=2))
     if sample.checked:
         anomalies = _anomalies(sends, reads, lost_idx, violation_idx, dup_idx)
-        pq.write_table(pa.Table.from_pydict(anomalies, schema=ANOMALY_SCHEMA), path / "anomalies.parquet")
+        pq.write_table(pa.Table.from_pydict(anomalies, schema=ANOMALIES_SCHEMA), path / "anomalies.parquet")
         (path / "verdict.json").write_text(json.dumps(_verdict(path.name, sample, sends, reads, anomalies), indent=2))
     return path
 
@@ -175,7 +153,7 @@ def _faults(sample: SampleRun) -> pa.Table:
         rows.append((sample.kill_at_s, "start", "kill", [3], json.dumps({"effect": "kill", "signal": "SIGKILL"})))
     return pa.Table.from_pylist([
         {"t_ns": T0_NS + int(t * 1e9), "action": a, "fault": f, "nodes": n, "details": d} for t, a, f, n, d in rows
-    ], schema=FAULT_SCHEMA)
+    ], schema=FAULTS_SCHEMA)
 
 
 def _cluster(sample: SampleRun) -> pa.Table:
@@ -236,13 +214,11 @@ def _anomalies(sends: dict, reads: dict, lost: np.ndarray, violations: np.ndarra
     for i in dups:
         send_row("duplicate", i, "allowed", None, "non-idempotent producer: a retried batch was appended twice",
                  t_read=int(first_read[str(sends["value"][i])]))
-    return {name: [r[name] for r in rows] for name in ANOMALY_SCHEMA.names}
+    return {name: [r[name] for r in rows] for name in ANOMALIES_SCHEMA.names}
 
 
 def _verdict(run_id: str, sample: SampleRun, sends: dict, reads: dict, anomalies: dict) -> dict:
-    kinds = ("lost", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch", "nonmonotonic_send",
-             "poll_skip", "recovered")
-    counts = {k: anomalies["kind"].count(k) for k in kinds}
+    counts = {k: anomalies["kind"].count(k) for k in ANOMALY_KINDS}
     violations = {}
     for kind, classification in zip(anomalies["kind"], anomalies["classification"]):
         if classification == "violation":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
 
 from harness.errors import HarnessError
@@ -17,7 +18,8 @@ COMMAND_MODULES = (
     "harness.commands",      # setup, cluster up|status|down, image
     "nemesis.cli",           # nemesis FAULT | heal | list
     "workloads.cli",         # history repair
-    "checkers.cli",          # check, report
+    "checkers.cli",          # check
+    "checkers.report_cli",   # report
     "harness.run_cli",       # run, scenarios
 )
 
@@ -41,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -49,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    # SIGTERM takes the same path as Ctrl-C, so every `finally` heals faults and removes containers.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return int(args.func(args) or 0)
     except HarnessError as e:

@@ -52,14 +52,21 @@ class PartitionState:
 
 def wait_until(condition: Callable[[], object], timeout: float, message: str | Callable[[], str],
                interval: float = 0.5) -> object:
-    """Poll `condition` until it returns something truthy; ClusterTimeout with `message` after `timeout` s."""
+    """Poll `condition` until it returns something truthy; ClusterTimeout with `message` after `timeout` s.
+
+    Errors from the condition count as "not yet" (a broker that is down answers with errors), except
+    ClusterTimeout, which a condition raises to give up early (a node exited). The last error joins the message.
+    """
+    last_error: list[Exception] = []
+
     def attempt():
         try:
             return condition()
-        except HarnessError:
+        except ClusterTimeout:
             raise
-        except Exception as e:  # a broker that is down answers with errors: keep polling
+        except Exception as e:
             log.debug("wait_until: %s", e)
+            last_error[:] = [e]
             return None
 
     try:
@@ -67,11 +74,15 @@ def wait_until(condition: Callable[[], object], timeout: float, message: str | C
                           retry=retry_if_result(lambda r: not r), reraise=True):
             with a:
                 result = attempt()
-            if not a.retry_state.outcome.failed and result:
+                a.retry_state.set_result(result)
+            if result:
                 return result
     except RetryError:
         pass
-    raise ClusterTimeout(message() if callable(message) else message)
+    text = message() if callable(message) else message
+    if last_error:
+        text += f" (last error: {last_error[0]})"
+    raise ClusterTimeout(text)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -171,7 +182,11 @@ class KafkaCluster:
             self.wait_ready(timeout)
         except BaseException:
             log.info("cluster %s did not come up: removing it", self.config.name)
+            # The watchdog stays armed: a container whose creation an interrupt cut short can appear after this
+            # removal, and the watchdog sweeps the run's label again once this process is gone.
+            reaper, self._reaper = self._reaper, None
             self.down()
+            self._reaper = reaper
             raise
         if self.persistent:
             self._reaper.release()
@@ -276,8 +291,7 @@ class KafkaCluster:
         """Remove the nodes and the network (after saving each node's log to `logs_to`)."""
         if logs_to:
             self.save_logs(logs_to)
-        if self._admin is not None:
-            self._admin = None
+        self._admin = None
         remove_labelled(f"{LABEL_RUN}={self.run_id}")
         if self._reaper:
             self._reaper.release()
@@ -346,14 +360,18 @@ class KafkaCluster:
         return sorted(t for t in md.topics if not t.startswith("__"))
 
     def describe(self, topic: str, timeout: float = 5) -> list[PartitionState]:
-        from confluent_kafka import TopicCollection
+        """Leader, replicas and ISR per partition, from a Metadata request that any live broker answers.
 
-        desc = self.admin().describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic].result(
-            timeout=timeout)
-        return sorted(
-            (PartitionState(p.id, p.leader.id if p.leader is not None and p.leader.id >= 0 else None,
-                            [r.id for r in p.replicas], [r.id for r in p.isr]) for p in desc.partitions),
-            key=lambda s: s.partition)
+        (Not DescribeTopics: librdkafka sends that to the "controller" KRaft reports to clients, which is a random
+        broker and may be the one a fault just killed.)
+        """
+        md = self.admin().list_topics(topic=topic, timeout=timeout)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise UsageError(f"topic {topic} is unknown to the cluster ({t.error if t else 'absent'})",
+                             "create it first")
+        return sorted((PartitionState(p.id, p.leader if p.leader >= 0 else None, list(p.replicas), list(p.isrs))
+                       for p in t.partitions.values()), key=lambda s: s.partition)
 
     def partition(self, topic: str, partition: int) -> PartitionState:
         for s in self.describe(topic):

@@ -1,0 +1,28 @@
+"""Subcommands of the checkers package. `register` is what harness.cli calls; each command has its own function."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    register_check(subparsers)
+
+
+def register_check(subparsers) -> None:
+    p = subparsers.add_parser(
+        "check", help="find anomalies in results directories and judge them with the ISR model",
+        description="Read RESULTS_DIR (or every run under a results root) with PySpark and write verdict.json "
+                    "and anomalies.parquet into each. Exit 0: valid; 1: a violation; 2: unusable input.")
+    p.add_argument("paths", nargs="+", metavar="RESULTS_DIR", type=str,
+                   help="results directories, or a results root holding them")
+    p.add_argument("--force", action="store_true", help="overwrite an existing verdict.json")
+    p.add_argument("--spark-master", default=None, metavar="URL",
+                   help="Spark master (default: KAFKA_CHAOS_SPARK_MASTER, else local[*])")
+    p.add_argument("--engine", choices=("spark", "pandas"), default="spark",
+                   help="pandas: the single-process reference implementation (small runs, cross-checks)")
+    p.set_defaults(func=_run_check)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from checkers.check import check_many
+    return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine)

@@ -1,0 +1,37 @@
+"""`kafka-chaos report RESULTS_DIR` and `kafka-chaos report --suite RESULTS_ROOT`."""
+from __future__ import annotations
+
+import argparse
+
+from harness.errors import UsageError
+
+
+def register_report(sub) -> None:
+    parser = sub.add_parser(
+        "report", help="write the HTML loss report of a run, or the suite page of many",
+        description="Writes RESULTS_DIR/report.html, a self-contained page that works offline; with --suite, "
+                    "writes RESULTS_ROOT/index.html with one row per run (writing missing reports too).")
+    parser.add_argument("results_dir", nargs="?", metavar="RESULTS_DIR", help="a results directory, results/<run_id>")
+    parser.add_argument("--suite", metavar="RESULTS_ROOT", help="the directory holding many results directories")
+    parser.add_argument("--no-build", action="store_true",
+                        help="with --suite: list the runs without writing their missing reports")
+    parser.set_defaults(func=run_report)
+
+
+register = register_report  # harness.cli calls `register(subparsers)` on every module in COMMAND_MODULES
+
+
+def run_report(args: argparse.Namespace) -> int:
+    # imported here so `kafka-chaos --help` does not pay for pandas and plotly
+    from checkers.report import write_report
+    from checkers.suite import SuiteOptions, write_suite
+
+    if bool(args.results_dir) == bool(args.suite):
+        raise UsageError("give either RESULTS_DIR or --suite RESULTS_ROOT",
+                         "kafka-chaos report results/<run_id>   or   kafka-chaos report --suite results")
+    if args.suite:
+        path = write_suite(args.suite, SuiteOptions(build_reports=not args.no_build))
+    else:
+        path = write_report(args.results_dir)
+    print(path)
+    return 0

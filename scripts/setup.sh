@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh clone: a virtualenv with kafka-chaos, a Docker engine if none answers, Kafka's jars
+# and the broker image. `--test` adds what the test suite needs (headless chromium for the report test).
+# Where Docker already answers, it is used as it is and nothing is installed for it.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${KAFKA_CHAOS_VENV:-$ROOT/.venv}
+LOGDIR=${KAFKA_CHAOS_LOGDIR:-/var/log/kafka-chaos}
+WANT_TEST=0
+[ "${1:-}" = "--test" ] && WANT_TEST=1
+
+say() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+apt_updated=0
+apt_install() {
+  command -v apt-get >/dev/null || die "need packages ($*) but this is not a Debian system: install them yourself"
+  if [ $apt_updated = 0 ]; then as_root apt-get update -q >/dev/null || die "apt-get update failed"; apt_updated=1; fi
+  say "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q "$@" >/dev/null || die "apt-get install $* failed"
+}
+
+# 1. Host tools: Maven and a JDK resolve the broker jars; debootstrap builds the base image.
+missing=()
+command -v mvn >/dev/null || missing+=(maven)
+command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v iptables >/dev/null || missing+=(iptables)
+[ $WANT_TEST = 1 ] && ! command -v chromium >/dev/null && missing+=(chromium)
+[ ${#missing[@]} -gt 0 ] && apt_install "${missing[@]}"
+
+# 2. Python: a virtualenv with the package (editable), reinstalled only when pyproject.toml changes.
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "$PY is older than 3.11"
+[ -x "$VENV/bin/python" ] || { say "creating virtualenv $VENV"; "$PY" -m venv "$VENV"; }
+stamp="$VENV/.kafka-chaos-installed"
+want=$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing kafka-chaos into $VENV"
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null
+  "$VENV/bin/pip" install -q -e "$ROOT[test]" || die "pip install failed"
+  echo "$want" > "$stamp"
+fi
+
+# 3. A Docker engine: use the one that answers; else start (and if need be install) one.
+if docker info >/dev/null 2>&1; then
+  say "Docker engine answers: using it"
+else
+  if ! command -v dockerd >/dev/null; then
+    apt_install docker.io
+  fi
+  if docker info >/dev/null 2>&1; then
+    say "Docker engine answers: using it"
+  elif [ -d /run/systemd/system ] && systemctl list-unit-files docker.service >/dev/null 2>&1 \
+       && as_root systemctl start docker 2>/dev/null && docker info >/dev/null 2>&1; then
+    say "started docker.service"
+  else
+    as_root mkdir -p "$LOGDIR"
+    say "starting dockerd in the background (log: $LOGDIR/dockerd.log)"
+    as_root sh -c "nohup dockerd >>'$LOGDIR/dockerd.log' 2>&1 &" || die "cannot start dockerd (need root)"
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || die "dockerd did not answer within 60 s; see $LOGDIR/dockerd.log"
+  fi
+fi
+
+# 4. Kafka's jars from Maven Central and the broker image (both cached; rebuilt only when inputs change).
+"$VENV/bin/kafka-chaos" setup ${KAFKA_CHAOS_VERSION:+--kafka-version "$KAFKA_CHAOS_VERSION"}
+say "ready: $VENV/bin/kafka-chaos"

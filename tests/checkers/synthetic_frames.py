@@ -1,0 +1,24 @@
+"""Clean synthetic histories as in-memory frames, cached: hypothesis asks for the same few many times."""
+import tempfile
+from functools import lru_cache
+
+from checkers.history_io import read_table
+from checkers.schema import READS_SCHEMA, SENDS_SCHEMA
+from checkers.synthetic import write_synthetic_run
+
+
+@lru_cache(maxsize=1)
+def _root() -> str:
+    return tempfile.mkdtemp(prefix="kafka-chaos-synthetic-")
+
+
+@lru_cache(maxsize=32)
+def _cached(sends: int, seed: int, consumers: int):
+    run = write_synthetic_run(f"{_root()}/s{sends}-{seed}-{consumers}", sends=sends, seed=seed, consumers=consumers)
+    return (read_table(run / "history/sends.parquet", SENDS_SCHEMA),
+            read_table(run / "history/reads.parquet", READS_SCHEMA))
+
+
+def clean_history(sends: int, seed: int, consumers: int = 1):
+    s, r = _cached(sends, seed, consumers)
+    return s.copy(), r.copy()

@@ -1,0 +1,140 @@
+"""Each anomaly definition on small hand-built histories, positive and negative (pandas reference finder).
+
+The Spark finder runs the same cases in test_spark_anomalies.py and must agree row for row.
+"""
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from checkers.reference import count, find_anomalies
+from tests.checkers.conftest import frames, read, send
+
+
+def kinds(sends, reads) -> Counter:
+    found = find_anomalies(*frames(sends, reads))
+    return Counter(found["kind"])
+
+
+# Each case: (name, sends, reads, expected counts of kinds). Shared with the Spark cross-check.
+CASES = {
+    "clean": (
+        [send("a", offset=0), send("b", offset=1)],
+        [read("a", offset=0, consumer="c0"), read("b", offset=1, consumer="c0"),
+         read("a", offset=0), read("b", offset=1)],
+        {}),
+    "lost: acked, unread, drain reached its offset": (
+        [send("a", offset=0), send("b", offset=1), send("c", offset=2)],
+        [read("a", offset=0), read("c", offset=2)],
+        {"lost": 1}),
+    "not lost: the drain stopped before its offset": (
+        [send("a", offset=0), send("b", offset=1)],
+        [read("a", offset=0)],
+        {}),
+    "not lost: acks=0 sends are never lost": (
+        [send("a", offset=0), send("b", acks="0"), send("c", offset=1)],
+        [read("a", offset=0), read("c", offset=1)],
+        {}),
+    "lost: offset unknown, but the drain read its partition": (
+        [send("a", offset=0), send("b", acks="1", offset=None)],
+        [read("a", offset=0)],
+        {"lost": 1}),
+    "not lost: offset unknown and the drain never read its partition": (
+        [send("a", offset=0), send("b", partition=2, offset=None)],
+        [read("a", offset=0)],
+        {}),
+    "not lost: an unread timed-out send": (
+        [send("a", offset=0), send("b", outcome="info"), send("c", offset=1)],
+        [read("a", offset=0), read("c", offset=1)],
+        {}),
+    "duplicate: one value at two offsets": (
+        [send("a", offset=0)],
+        [read("a", offset=0), read("a", offset=1)],
+        {"duplicate": 1}),
+    "no duplicate: two consumers read the same offset": (
+        [send("a", offset=0)],
+        [read("a", offset=0, consumer="c0"), read("a", offset=0, consumer="c1"), read("a", offset=0)],
+        {}),
+    "phantom: a value no send carries": (
+        [send("a", offset=0)],
+        [read("a", offset=0), read("ghost", offset=1), read("ghost", offset=1, consumer="c0")],
+        {"phantom": 1}),
+    "divergent: one offset, two values, counted once": (
+        [send("a", offset=0), send("b", outcome="info"), send("c", outcome="info")],
+        [read("a", offset=0), read("b", offset=0, consumer="c0"), read("c", offset=0, consumer="c1"),
+         read("b", offset=0, consumer="c2")],
+        {"divergent": 1, "recovered": 2}),
+    "failed_read: a definitely failed send is read": (
+        [send("a", offset=0), send("b", outcome="fail")],
+        [read("a", offset=0), read("b", offset=1)],
+        {"failed_read": 1}),
+    "recovered: an indeterminate send is read (counted, not an anomaly)": (
+        [send("a", offset=0), send("b", outcome="info")],
+        [read("a", offset=0), read("b", offset=1)],
+        {"recovered": 1}),
+    "offset_mismatch: acked at 0, read only at 1": (
+        [send("a", offset=0)],
+        [read("a", offset=1)],
+        {"offset_mismatch": 1}),
+    "no offset_mismatch: read at the acked offset and elsewhere (a duplicate)": (
+        [send("a", offset=0)],
+        [read("a", offset=0), read("a", offset=5)],
+        {"duplicate": 1}),
+    "nonmonotonic_send: counted per send lower than its predecessor": (
+        [send("a", offset=5, t=0), send("b", offset=3, t=1), send("c", offset=4, t=2), send("d", offset=1, t=3)],
+        [read(v, offset=o) for v, o in (("d", 1), ("b", 3), ("c", 4), ("a", 5))],
+        {"nonmonotonic_send": 2}),
+    "no nonmonotonic_send across producers or partitions": (
+        [send("a", offset=5, t=0, process=0), send("b", offset=3, t=1, process=1, producer="p1"),
+         send("c", partition=1, offset=0, t=2, process=0)],
+        [read("b", offset=3), read("a", offset=5), read("c", partition=1, offset=0)],
+        {}),
+    "poll_skip: a live consumer jumps over an offset someone read": (
+        [send(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2), ("d", 3))],
+        [read("a", offset=0, consumer="c0"), read("d", offset=3, consumer="c0")] +
+        [read(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2), ("d", 3))],
+        {"poll_skip": 1}),
+    "no poll_skip over a gap nobody read (compaction, aborted batches)": (
+        [send("a", offset=0), send("d", offset=3)],
+        [read("a", offset=0, consumer="c0"), read("d", offset=3, consumer="c0"),
+         read("a", offset=0), read("d", offset=3)],
+        {}),
+    "no poll_skip in the final drain or when rewinding": (
+        [send(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2))],
+        [read("a", offset=0, consumer="c0"), read("b", offset=1, consumer="c0"), read("c", offset=2, consumer="c0"),
+         read("a", offset=0, consumer="c0"), read("a", offset=0), read("c", offset=2), read("b", offset=1)],
+        {}),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_definition(name):
+    sends, reads, expected = CASES[name]
+    assert kinds(sends, reads) == Counter(expected)
+
+
+def test_empty_history_has_no_anomalies_and_zero_counts():
+    s, r = frames([], [])
+    assert len(find_anomalies(s, r)) == 0
+    assert count(s, r).as_dict() == {"sends": 0, "ok": 0, "fail": 0, "info": 0, "reads": 0, "final_reads": 0}
+
+
+def test_lost_row_carries_the_send_and_no_read_time():
+    found = find_anomalies(*frames([send("a", offset=0, producer="p7"), send("b", offset=1)],
+                                   [read("b", offset=1)]))
+    row = found.iloc[0]
+    assert (row["kind"], row["value"], row["offset"], row["producer"]) == ("lost", "a", 0, "p7")
+    assert row["t_read_ns"] is pd_na()
+
+
+def test_poll_skip_row_names_the_step():
+    sends = [send(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2))]
+    reads = [read("a", offset=0, consumer="c0"), read("c", offset=2, consumer="c0")] + \
+        [read(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2))]
+    row = find_anomalies(*frames(sends, reads)).iloc[0]
+    assert (row["consumer"], row["from_offset"], row["offset"], row["value"]) == ("c0", 0, 2, "c")
+
+
+def pd_na():
+    import pandas as pd
+    return pd.NA

@@ -1,0 +1,130 @@
+"""The ISR model on hand-written fault timelines whose outcome follows from Kafka's replication rules."""
+import json
+
+import pytest
+
+from checkers.isr_model import FaultEvent, ModelConfig, run_model
+
+S = 1_000_000_000
+T0 = 1_000 * S
+
+
+def cfg(acks=("all",), min_isr=2, unclean=False, version="4.1.0", elr=None, **kw):
+    return ModelConfig(kafka_version=version, partitions=1, replication_factor=3, min_insync_replicas=min_isr,
+                       unclean_leader_election=unclean,
+                       elr_enabled=elr if elr is not None else version >= "4.1", acks=acks, **kw)
+
+
+def kill(node, t):
+    return FaultEvent(t_ns=t, action="start", effect="kill", nodes=(node,), fault="kill")
+
+
+def restart(node, t):
+    return FaultEvent(t_ns=t, action="heal", effect="kill", nodes=(node,), fault="kill")
+
+
+def isolate(node, t, action="start", client=True):
+    others = [n for n in (1, 2, 3) if n != node]
+    drops = [[node, o] for o in others] + [[o, node] for o in others]
+    return FaultEvent(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate",
+                      drops=tuple(tuple(d) for d in drops))
+
+
+def test_acks_all_min_isr_2_leader_killed_puts_nothing_at_risk():
+    model = run_model(cfg(), [kill(1, T0 + 10 * S), restart(1, T0 + 40 * S)], t_begin=T0, t_end=T0 + 200 * S)
+    for t in range(0, 200, 1):
+        assert model.durability(0, T0 + t * S, "all")[0] == "guaranteed"
+    assert model.predictions()["lost"] == "never"
+
+
+def test_leader_kill_makes_partition_unwritable_until_the_controller_fences_it():
+    model = run_model(cfg(), [kill(1, T0 + 10 * S)], t_begin=T0, t_end=T0 + 60 * S)
+    assert model.unwritable(0, T0 + 12 * S, T0 + 12 * S, "1")
+    assert not model.unwritable(0, T0 + 5 * S, T0 + 5 * S, "1")
+    window = next(w for w in model.unavailable if "no reachable leader" in w.reason)
+    # broker.session.timeout.ms, then a metadata refresh before clients find the new leader
+    assert window.end_ns - window.start_ns == pytest.approx(9 * S + 1 * S, abs=0.3 * S)
+    assert not model.unwritable(0, T0 + 25 * S, T0 + 25 * S, "all")            # elected from the ISR
+
+
+def test_acks_1_with_leader_isolated_puts_its_unreplicated_tail_at_risk():
+    model = run_model(cfg(acks=("1",), min_isr=1), [isolate(1, T0 + 10 * S), isolate(1, T0 + 40 * S, "heal")],
+                      t_begin=T0, t_end=T0 + 200 * S)
+    status, reason = model.durability(0, T0 + 15 * S, "1")      # acked by the zombie after the cut
+    assert status == "at_risk" and "epoch 0" in reason
+    assert model.durability(0, T0 + 5 * S, "1")[0] == "guaranteed"   # replicated before the cut
+    assert model.durability(0, T0 + 100 * S, "1")[0] == "guaranteed"  # written to the new leader, healed
+    assert model.predictions()["lost"] == "expected"
+
+
+def test_acks_all_is_safe_when_the_leader_is_isolated_because_its_hw_cannot_advance():
+    model = run_model(cfg(acks=("all",), min_isr=2), [isolate(1, T0 + 10 * S), isolate(1, T0 + 40 * S, "heal")],
+                      t_begin=T0, t_end=T0 + 200 * S)
+    assert all(model.durability(0, T0 + t * S, "all")[0] == "guaranteed" for t in range(0, 200))
+    assert model.unwritable(0, T0 + 11 * S, T0 + 11 * S, "all")
+
+
+def test_unclean_election_after_the_isr_died_puts_acked_writes_at_risk():
+    # Five nodes, so the controller quorum survives while two of the partition's three replicas are down.
+    timeline = [kill(2, T0 + 10 * S), kill(3, T0 + 10 * S),      # followers die: ISR shrinks to {1}
+                kill(1, T0 + 80 * S),                             # the last ISR member dies
+                restart(2, T0 + 100 * S)]                         # an out-of-sync replica comes back
+    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="3.9.0", nodes=(1, 2, 3, 4, 5)), timeline,
+                      t_begin=T0, t_end=T0 + 200 * S)
+    status, reason = model.durability(0, T0 + 60 * S, "all")       # acked by broker 1 alone
+    assert status == "at_risk" and "unclean" in reason
+    assert model.durability(0, T0 + 5 * S, "all")[0] == "guaranteed"  # acked while 2 and 3 were in sync
+    assert any(e["event"] == "leader" and e["how"] == "uncleanly" for e in model.events)
+    assert model.predictions()["lost"] == "expected"
+
+
+def test_kraft_before_3_9_ignores_unclean_election_so_the_partition_stays_offline():
+    timeline = [kill(2, T0 + 10 * S), kill(3, T0 + 10 * S), kill(1, T0 + 80 * S), restart(2, T0 + 100 * S)]
+    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="3.8.0", nodes=(1, 2, 3, 4, 5)), timeline,
+                      t_begin=T0, t_end=T0 + 200 * S)
+    assert model.durability(0, T0 + 60 * S, "all")[0] == "guaranteed"
+    assert model.unwritable(0, T0 + 150 * S, T0 + 150 * S, "1")
+    assert not any(e.get("how") == "uncleanly" for e in model.events)
+
+
+def test_elr_lets_a_cleanly_stopped_last_isr_member_lead_again_without_loss():
+    # min ISR 2, five nodes. 3 dies: ISR {1, 2}. 2 dies: ISR {1} < min ISR, so 2 enters the ELR.
+    # 1 is stopped cleanly; 2 restarts: ELR (not an unclean election) makes it leader, and it holds every
+    # write acked with acks=all, since those needed 2 in the ISR.
+    stop1 = FaultEvent(T0 + 80 * S, "start", "stop", (1,))
+    timeline = [kill(3, T0 + 10 * S), FaultEvent(T0 + 60 * S, "start", "stop", (2,)), stop1,
+                FaultEvent(T0 + 100 * S, "heal", "stop", (2,))]
+    model = run_model(cfg(acks=("all",), min_isr=2, version="4.1.0", nodes=(1, 2, 3, 4, 5)), timeline,
+                      t_begin=T0, t_end=T0 + 200 * S)
+    assert any(e["event"] == "isr" and 2 in e["elr"] for e in model.events)
+    assert all(e["how"] != "uncleanly" for e in model.events if e["event"] == "leader")
+    assert all(model.durability(0, T0 + t * S, "all")[0] == "guaranteed" for t in range(0, 200, 5))
+
+
+def test_power_loss_of_every_replica_loses_the_unflushed_tail():
+    timeline = [FaultEvent(T0 + 100 * S, "start", "power_loss", (n,)) for n in (1, 2, 3)] + \
+               [FaultEvent(T0 + 110 * S, "heal", "power_loss", (n,)) for n in (1, 2, 3)]
+    model = run_model(cfg(), timeline, t_begin=T0, t_end=T0 + 300 * S)
+    status, reason = model.durability(0, T0 + 90 * S, "all")
+    assert status == "at_risk" and "power loss" in reason
+    assert model.durability(0, T0 + 50 * S, "all")[0] == "guaranteed"   # older than dirty_expire: on disk
+
+
+def test_a_run_without_faults_puts_nothing_at_risk_and_nothing_offline():
+    model = run_model(cfg(acks=("1", "all")), [], t_begin=T0, t_end=T0 + 100 * S)
+    assert model.risk == [] and model.unavailable == []
+    assert model.durability(0, T0, "1")[0] == "guaranteed"
+    assert model.durability(0, T0, "0")[0] == "at_risk"
+
+
+def test_fault_rows_are_read_from_the_details_effect_key():
+    event = FaultEvent.from_row(T0, "start", "partition-leader", [1],
+                                json.dumps({"effect": "net", "drops": [[1, 2], ["client", 1]]}))
+    assert event.effect == "net" and event.drops == ((1, 2), ("client", 1))
+
+
+def test_predictions_follow_the_producer_profiles():
+    idem = run_model(cfg(producers=({"name": "p0", "idempotent": True, "max_in_flight": 5},)), [])
+    plain = run_model(cfg(producers=({"name": "p0", "idempotent": False, "max_in_flight": 1},)), [])
+    assert idem.predictions()["duplicates"] == "never" and idem.predictions()["reordering"] == "never"
+    assert plain.predictions()["duplicates"] == "possible" and plain.predictions()["reordering"] == "never"

@@ -1,0 +1,92 @@
+"""Clusters come and go without leaving anything behind, however their owner ends."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import docker
+import pytest
+
+from harness.cluster import LABEL_CLUSTER, KafkaCluster
+from harness.errors import UsageError
+from tests.conftest import fast_cluster_config
+from tests.harness.kafka_io import consume_all, produce
+
+pytestmark = pytest.mark.cluster
+
+
+def leftovers(name: str) -> tuple[list, list]:
+    client = docker.from_env()
+    return (client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}),
+            client.networks.list(filters={"label": f"{LABEL_CLUSTER}={name}"}))
+
+
+def wait_gone(name: str, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if leftovers(name) == ([], []):
+            return True
+        time.sleep(1)
+    return False
+
+
+def test_context_manager_removes_containers_and_network(cluster):
+    name = f"ctx{os.getpid()}"
+    with KafkaCluster(fast_cluster_config(name, brokers=1, min_insync_replicas=1)) as c:
+        assert len(leftovers(name)[0]) == 2
+        assert c.describe  # the cluster answered readiness inside up()
+    assert leftovers(name) == ([], [])
+
+
+def test_kafka_3_9_cluster_works_too(cluster):
+    name = f"v39{os.getpid()}"
+    with KafkaCluster(fast_cluster_config(name, kafka_version="3.9.2")) as c:
+        c.create_topic("old", partitions=1, replication_factor=3)
+        assert [e for _, _, e in produce(c.bootstrap_servers, "old", ["a", "b"])] == [None, None]
+        assert consume_all(c.bootstrap_servers, "old") == ["a", "b"]
+    assert wait_gone(name)
+
+
+def test_same_name_twice_is_a_clear_error(cluster):
+    with pytest.raises(UsageError, match="already exists"):
+        KafkaCluster(fast_cluster_config(cluster.config.name)).up()
+
+
+def test_subnet_conflict_is_a_clear_error(cluster):
+    with pytest.raises(UsageError, match="overlaps"):
+        KafkaCluster(fast_cluster_config(f"dup{os.getpid()}", subnet=str(cluster.subnet))).up()
+
+
+def _start_owner(name: str) -> subprocess.Popen:
+    code = (
+        "import sys, time; from harness.cluster import KafkaCluster; from tests.conftest import fast_cluster_config\n"
+        f"c = KafkaCluster(fast_cluster_config({name!r}, brokers=1, min_insync_replicas=1)); c.up()\n"
+        "print('UP', flush=True); time.sleep(600)\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+
+
+def test_owner_killed_with_sigkill_leaves_nothing_behind(cluster):
+    name = f"kill{os.getpid()}"
+    owner = _start_owner(name)
+    assert owner.stdout.readline().strip() == "UP"
+    assert leftovers(name)[0]
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    assert wait_gone(name), "the reaper did not remove the dead owner's cluster"
+
+
+def test_ctrl_c_during_cluster_up_removes_what_was_created(cluster, tmp_path):
+    name = f"intr{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
+                             "--brokers", "1", "--kafka-version", cluster.version],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not leftovers(name)[0] and time.monotonic() < deadline:   # interrupt once containers exist
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0, out
+    assert wait_gone(name, 30), out

@@ -1,0 +1,91 @@
+"""The final drain: once the cluster is healthy again, read every partition from the beginning to its end.
+
+The end of each partition is snapshotted first; a partition is done when the consumer's position reaches it.
+Positions, not counts: transaction markers and aborted records leave offset gaps that no record fills.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from workloads.consumer import consumer_config, record_line
+from workloads.journal import LineJournal, reads_paths, write_sidecar
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DrainResult:
+    healthy: bool                      # the cluster was healthy before the drain began
+    ends: dict[int, int]               # partition -> end offset snapshot
+    positions: dict[int, int]          # partition -> position reached
+    records: int = 0
+    seconds: float = 0.0
+    incomplete: list[int] = field(default_factory=list)   # partitions not read to their end
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete
+
+
+def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 120, read_timeout_s: float = 300,
+                name: str = "final", flush_interval_s: float = 0.25) -> DrainResult:
+    """Wait (bounded) for every partition to have a leader and a full ISR, then read all of it into the journal."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    from harness.cluster import ClusterTimeout
+
+    healthy = True
+    try:
+        cluster.wait_healthy(topic, timeout=healthy_timeout_s)
+    except ClusterTimeout as e:
+        healthy = False
+        log.warning("final drain: cluster not healthy after %.0f s, reading what is readable: %s",
+                    healthy_timeout_s, e)
+    started = time.monotonic()
+    partitions = [s.partition for s in cluster.describe(topic)]
+    paths = reads_paths(journal_dir, name)
+    write_sidecar(paths["sidecar"], {"kind": "reads", "consumer": name, "phase": "final"})
+    journal = LineJournal(paths["data"])
+    consumer = Consumer(consumer_config(cluster.bootstrap_servers, f"kafka-chaos-drain-{uuid.uuid4().hex[:8]}"))
+    ends, positions, seq = {}, {}, 0
+    try:
+        for p in partitions:
+            low, ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            positions[p] = low if ends[p] <= low else -1
+        todo = {p for p in partitions if ends[p] > max(positions[p], 0)}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = started + read_timeout_s
+        append, next_flush = journal.lines.append, time.monotonic() + flush_interval_s
+        while todo and time.monotonic() < deadline:
+            msgs = consumer.consume(1000, 0.5)
+            t = time.time_ns()
+            eof = set()
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        eof.add(m.partition())
+                    else:
+                        log.debug("final drain: %s", err)
+                    continue
+                append(record_line(seq, m, t))
+                seq += 1
+                positions[m.partition()] = m.offset() + 1
+            for p in eof & todo:        # at the end of what's there: the position says whether that's the end
+                positions[p] = max(positions[p], consumer.position([TopicPartition(topic, p)])[0].offset)
+            todo = {p for p in todo if positions[p] < ends[p]}
+            if time.monotonic() >= next_flush:
+                journal.flush()
+                next_flush = time.monotonic() + flush_interval_s
+    finally:
+        journal.close()
+        consumer.close()
+    result = DrainResult(healthy=healthy, ends=ends, positions={p: max(v, 0) for p, v in positions.items()},
+                         records=seq, seconds=time.monotonic() - started,
+                         incomplete=sorted(p for p in partitions if positions[p] < ends[p]))
+    if result.incomplete:
+        log.warning("final drain: partitions %s not read to their end in %.0f s", result.incomplete, read_timeout_s)
+    return result

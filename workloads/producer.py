@@ -1,0 +1,207 @@
+"""The producer worker: one spawned process, one librdkafka producer, one journal of every send.
+
+Each send is journaled when produce() is called and again when its outcome is known (delivery report, or the
+synchronous error of produce()). The value `"<process>-<seq>"` identifies the write in the whole run; the partition
+is chosen round-robin (seq mod partitions) and the key names the partition, so sends spread evenly and every send
+has a known partition, even one that failed before it was partitioned.
+
+At stop: flush (up to the delivery timeout, so every in-flight send gets its real report), then purge what is
+still left, then flush again, so every send has an outcome.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from workloads.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
+from workloads.outcomes import FAIL, INFO, OK, classify
+from workloads.profile import ProducerProfile
+from workloads.worker import detach_from_ctrl_c, should_stop
+
+log = logging.getLogger(__name__)
+
+# Layout of a producer's slots in the shared counters array.
+INVOKED, SENT_OK, SENT_FAIL, SENT_INFO = range(4)
+COUNTER_SLOTS = 4
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """Everything a producer process needs; picklable, so it crosses the spawn boundary."""
+
+    process: int
+    profile: ProducerProfile
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    journal_dir: str
+    flush_interval_s: float = 0.25
+    batch: int = 256                    # sends per loop turn between polls
+    max_outstanding: int = 50_000       # as-fast-as-possible mode: unacked sends before we wait
+    stop_timeout_s: float | None = None  # final flush; None: the delivery timeout + 5 s
+    client_overrides: tuple = ()        # extra librdkafka settings, as (key, value) pairs
+
+
+def run_producer(spec: ProducerSpec, stop_event, ready_event, counters, parent_pid: int) -> None:
+    """Process entry point."""
+    detach_from_ctrl_c()
+    ProducerWorker(spec, counters).run(stop_event, ready_event, parent_pid)
+
+
+class ProducerWorker:
+    def __init__(self, spec: ProducerSpec, counters):
+        self.spec = spec
+        self.profile = spec.profile
+        self.counters = counters
+        self.slot = spec.process * COUNTER_SLOTS
+        paths = producer_paths(spec.journal_dir, spec.process)
+        write_sidecar(paths["sidecar"], {"kind": "sends", "process": spec.process, "producer": spec.profile.name,
+                                         "acks": spec.profile.acks, "idempotent": spec.profile.idempotent,
+                                         "profile": spec.profile.to_meta()})
+        self.invokes = LineJournal(paths["invoke"])
+        self.completes = LineJournal(paths["complete"])
+        self.progress_path = paths["progress"]
+        self.seq = 0
+        self.outcomes = [0, 0, 0]     # ok, fail, info
+        self.producer = self._new_producer()
+
+    # ---- client ----------------------------------------------------------------------------------------------
+    def _new_producer(self):
+        from confluent_kafka import Producer
+
+        conf = self.profile.client_config() | {
+            "bootstrap.servers": self.spec.bootstrap_servers,
+            "on_delivery": self._delivery_callback(),
+            "queue.buffering.max.messages": max(100_000, self.spec.max_outstanding * 2),
+            "log_level": 3,
+        } | dict(self.spec.client_overrides)
+        return Producer(conf)
+
+    def _delivery_callback(self):
+        append = self.completes.lines.append
+        outcomes = self.outcomes
+        time_ns = time.time_ns
+        single_attempt = self.profile.single_attempt
+
+        def on_delivery(err, msg):
+            t = time_ns()
+            if err is None:
+                offset = msg.offset()
+                append(f"{msg.value().decode()}\tok\t{NULL}\t{msg.partition()}\t"
+                       f"{NULL if offset is None else offset}\t{t}\n")
+                outcomes[0] += 1
+                return
+            outcome = classify(err.code(), single_attempt)
+            partition = msg.partition()
+            append(f"{msg.value().decode()}\t{outcome}\t{err.name()}\t"
+                   f"{NULL if partition is None or partition < 0 else partition}\t{NULL}\t{t}\n")
+            outcomes[1 if outcome == FAIL else 2] += 1
+
+        return on_delivery
+
+    def _replace_after_fatal(self, error) -> None:
+        """A fatal client error (e.g. idempotence state lost): settle what is outstanding, start a new client."""
+        log.warning("producer %s: fatal client error %s: replacing the client", self.profile.name, error)
+        old = self.producer
+        old.purge()
+        old.flush(5)
+        self.producer = self._new_producer()
+
+    # ---- main loop -------------------------------------------------------------------------------------------
+    def run(self, stop_event, ready_event, parent_pid: int) -> None:
+        from confluent_kafka import KafkaException
+
+        ready_event.set()
+        spec, rate = self.spec, self.profile.rate
+        tick_ns = int(spec.flush_interval_s * 1e9)
+        time_ns = time.time_ns
+        invoke = self.invokes.lines.append
+        keys = [str(p) for p in range(spec.partitions)]
+        topic, partitions, prefix, batch = spec.topic, spec.partitions, f"{spec.process}-", spec.batch
+        seq = self.seq
+        produce, poll, pending = self.producer.produce, self.producer.poll, self.producer.__len__
+        start = next_tick = time_ns()
+        while True:
+            now = time_ns()
+            if now >= next_tick:
+                self.seq = seq
+                self._checkpoint()
+                if should_stop(stop_event, parent_pid):
+                    break
+                next_tick = now + tick_ns
+            if rate:
+                due = int((now - start) * rate / 1e9) - seq
+                if due > rate:            # we fell more than a second behind (a stall): don't burst
+                    start = now - int(seq / rate * 1e9)
+                n = max(0, min(batch, due))
+            else:
+                n = batch if pending() < spec.max_outstanding else 0
+            for _ in range(n):
+                partition = seq % partitions
+                value = prefix + str(seq)
+                t = time_ns()
+                try:
+                    produce(topic, value, keys[partition], partition)
+                except BufferError:
+                    self._synchronous_failure(value, keys[partition], partition, t, "_QUEUE_FULL")
+                except KafkaException as e:
+                    self._synchronous_failure(value, keys[partition], partition, t, e.args[0].name())
+                else:
+                    invoke(f"{value}\t{keys[partition]}\t{partition}\t{t}\n")
+                seq += 1
+            try:
+                if n:
+                    poll(0)
+                elif rate:
+                    poll(min(max(1.0 / rate, 0.001), spec.flush_interval_s))
+                else:
+                    poll(0.005)
+            except KafkaException as e:
+                if not e.args[0].fatal():
+                    raise
+                self._replace_after_fatal(e.args[0])
+                produce, poll, pending = self.producer.produce, self.producer.poll, self.producer.__len__
+        self.seq = seq
+        self._finish()
+
+    def _synchronous_failure(self, value: str, key: str, partition: int, t: int, error: str) -> None:
+        """produce() raised: the message was never enqueued, so it certainly never reached a log."""
+        self.invokes.lines.append(f"{value}\t{key}\t{partition}\t{t}\n")
+        self.completes.lines.append(f"{value}\t{FAIL}\t{error}\t{partition}\t{NULL}\t{time.time_ns()}\n")
+        self.outcomes[1] += 1
+
+    def _finish(self) -> None:
+        """flush, purge, flush: every send gets its outcome before the process exits."""
+        timeout = self.spec.stop_timeout_s
+        if timeout is None:
+            timeout = self.profile.delivery_timeout_ms / 1000 + 5
+        self._flush_for(timeout)
+        if len(self.producer):
+            self.producer.purge(in_queue=True, in_flight=True)
+            self._flush_for(10)
+        left = len(self.producer)
+        if left:
+            log.warning("producer %s: %d sends still without a report at exit (journaled as info)",
+                        self.profile.name, left)
+        self._checkpoint()
+        self.invokes.close()
+        self.completes.close()
+
+    def _flush_for(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.producer.flush(min(0.25, self.spec.flush_interval_s)) > 0 and time.monotonic() < deadline:
+            self._checkpoint()
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Journals to the OS (invokes first: a completion is never on disk without its invoke), then counters."""
+        self.invokes.flush()
+        self.completes.flush()
+        ok, fail, info = self.outcomes
+        write_progress(self.progress_path, self.seq, ok, fail, info)
+        c, s = self.counters, self.slot
+        c[s + INVOKED], c[s + SENT_OK], c[s + SENT_FAIL], c[s + SENT_INFO] = self.seq, ok, fail, info
+
+
+__all__ = ["ProducerSpec", "run_producer", "ProducerWorker", "OK", "FAIL", "INFO"]

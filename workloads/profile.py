@@ -1,0 +1,73 @@
+"""A producer profile: the client settings one producer process runs with, checked by librdkafka itself."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from harness.errors import UsageError
+
+ACKS = ("0", "1", "all")
+
+
+@dataclass(frozen=True)
+class ProducerProfile:
+    """One producer's settings. None leaves a setting at the client's default.
+
+    `rate` is sends per second for this producer; None sends as fast as the client accepts them.
+    """
+
+    name: str = "p0"
+    acks: str = "all"
+    idempotent: bool = True
+    max_in_flight: int = 5
+    retries: int | None = None
+    delivery_timeout_ms: int = 30_000
+    request_timeout_ms: int = 10_000
+    linger_ms: int = 5
+    rate: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "acks", "all" if str(self.acks) in ("all", "-1") else str(self.acks))
+
+    @property
+    def single_attempt(self) -> bool:
+        """The client never retries a send, so a pre-append rejection is definite."""
+        return self.retries == 0 and not self.idempotent
+
+    def client_config(self) -> dict:
+        """librdkafka settings of this profile (no bootstrap servers, no callbacks)."""
+        conf = {
+            "acks": self.acks,
+            "enable.idempotence": self.idempotent,
+            "max.in.flight.requests.per.connection": self.max_in_flight,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "linger.ms": self.linger_ms,
+        }
+        if self.retries is not None:
+            conf["retries"] = self.retries
+        return conf
+
+    def validate(self) -> "ProducerProfile":
+        """Raise UsageError for a profile we cannot run or that librdkafka rejects; return self."""
+        if self.acks not in ACKS:
+            raise UsageError(f"producer {self.name}: acks={self.acks!r} is not one of 0, 1, all",
+                             "use acks 0, 1 or all")
+        if self.rate is not None and self.rate <= 0:
+            raise UsageError(f"producer {self.name}: rate {self.rate} must be positive",
+                             "give a positive rate, or none for as fast as possible")
+        from confluent_kafka import KafkaException, Producer
+
+        try:
+            Producer(self.client_config() | {"log_level": 0})
+        except KafkaException as e:
+            raise UsageError(f"producer {self.name}: the Kafka client rejects this profile: {e.args[0].str()}",
+                             "change the profile (e.g. idempotence needs acks=all, retries >= 1 and "
+                             "max.in.flight <= 5)") from None
+        return self
+
+    def to_meta(self) -> dict:
+        """The profile as meta.json's `producers` entries spell it."""
+        return asdict(self)
+
+    def named(self, name: str) -> "ProducerProfile":
+        return replace(self, name=name)

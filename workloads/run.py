@@ -1,0 +1,197 @@
+"""The workload a run drives: producers, live consumers and the state sampler, then the final drain and history.
+
+Order of calls: start() -> (faults happen) -> stop() -> final_drain() -> finalize(). stats() is cheap and may be
+called at any time for a live display: the workers publish their counters in shared memory several times a second.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from harness.errors import HarnessError, UsageError
+from workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
+from workloads.drain import DrainResult, final_drain
+from workloads.history import HistoryWriter
+from workloads.history_build import HistorySummary
+from workloads.producer import COUNTER_SLOTS, INVOKED, SENT_FAIL, SENT_INFO, SENT_OK, ProducerSpec, run_producer
+from workloads.profile import ProducerProfile
+from workloads.sampler import ClusterSampler
+from workloads.worker import spawn_context
+
+log = logging.getLogger(__name__)
+
+
+class WorkerFailed(HarnessError):
+    """A workload process died or never became ready."""
+
+
+@dataclass
+class WorkloadConfig:
+    """What runs against the topic. One producer process per profile; profile names must be unique."""
+
+    topic: str = "chaos"
+    producers: list[ProducerProfile] = field(default_factory=lambda: [ProducerProfile()])
+    consumers: int = 1
+    consumer_mode: str = "assign"
+    sample_interval_s: float = 0.5
+    flush_interval_s: float = 0.25
+    healthy_timeout_s: float = 120
+    drain_timeout_s: float = 300
+    producer_stop_timeout_s: float | None = None   # None: each profile's delivery timeout + 5 s
+    start_timeout_s: float = 60
+
+    def validate(self) -> "WorkloadConfig":
+        if not self.producers:
+            raise UsageError("a workload needs at least one producer", "give one producer profile or more")
+        names = [p.name for p in self.producers]
+        if len(set(names)) != len(names):
+            raise UsageError(f"producer names must be unique: {names}", "name them p0, p1, ...")
+        if self.consumer_mode not in CONSUMER_MODES:
+            raise UsageError(f"consumer mode {self.consumer_mode!r} is not one of {', '.join(CONSUMER_MODES)}",
+                             "use assign or subscribe")
+        if self.consumers < 0:
+            raise UsageError(f"consumers {self.consumers} must be 0 or more", "use --consumers 1")
+        if self.sample_interval_s <= 0:
+            raise UsageError(f"sample interval {self.sample_interval_s} must be positive", "use 0.5")
+        for p in self.producers:
+            p.validate()
+        return self
+
+
+@dataclass(frozen=True)
+class LiveStats:
+    sends: int
+    ok: int
+    fail: int
+    info: int
+    reads: int
+    sends_per_s: float          # since the previous stats() call
+    elapsed_s: float
+    workers_alive: int
+
+
+class Workload:
+    """Producers and consumers (spawned processes) plus the sampler thread, writing into `history`."""
+
+    def __init__(self, cluster, history: HistoryWriter, config: WorkloadConfig | None = None):
+        self.cluster = cluster
+        self.history = history
+        self.config = (config or WorkloadConfig()).validate()
+        self._ctx = spawn_context()
+        self._stop_producers = self._ctx.Event()
+        self._stop_consumers = self._ctx.Event()
+        n = len(self.config.producers)
+        self._send_counters = self._ctx.Array("q", n * COUNTER_SLOTS, lock=False)
+        self._read_counters = self._ctx.Array("q", max(1, self.config.consumers), lock=False)
+        self._producers: list = []
+        self._consumers: list = []
+        self._sampler: ClusterSampler | None = None
+        self._started_ns: int | None = None
+        self._last = (time.monotonic(), 0)
+        self.drain_result: DrainResult | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Spawn the workers and wait until each has its client; start the sampler."""
+        cfg = self.config
+        partitions = len(self.cluster.describe(cfg.topic))
+        boot = self.cluster.bootstrap_servers
+        journal = str(self.history.journal_dir)
+        self.history.update_meta(topic=cfg.topic, consumer_mode=cfg.consumer_mode,
+                                 producers=[p.to_meta() for p in cfg.producers])
+        self._started_ns = time.time_ns()
+        self.history.update_meta(start_ns=self._started_ns)
+        if cfg.sample_interval_s:
+            self._sampler = ClusterSampler(self.cluster, cfg.topic, self.history.record_cluster_sample,
+                                           cfg.sample_interval_s).start()
+        ready = []
+        for i in range(cfg.consumers):
+            spec = ConsumerSpec(i, f"c{i}", boot, cfg.topic, partitions, journal, mode=cfg.consumer_mode,
+                                group_id=f"kafka-chaos-{self.history.run_id}",
+                                flush_interval_s=cfg.flush_interval_s)
+            ready.append(self._spawn(run_consumer, spec, self._stop_consumers, self._read_counters,
+                                     self._consumers, f"consumer-{spec.name}"))
+        for i, profile in enumerate(cfg.producers):
+            spec = ProducerSpec(i, profile, boot, cfg.topic, partitions, journal,
+                                flush_interval_s=cfg.flush_interval_s, stop_timeout_s=cfg.producer_stop_timeout_s)
+            ready.append(self._spawn(run_producer, spec, self._stop_producers, self._send_counters,
+                                     self._producers, f"producer-{profile.name}"))
+        deadline = time.monotonic() + cfg.start_timeout_s
+        for (event, proc) in ready:
+            while not event.wait(0.2):
+                if not proc.is_alive() or time.monotonic() > deadline:
+                    self._abort()
+                    raise WorkerFailed(f"workload process {proc.name} did not start (exit code {proc.exitcode})",
+                                       "see its error output above")
+        self._last = (time.monotonic(), 0)
+
+    def _spawn(self, target, spec, stop_event, counters, into: list, name: str):
+        ready = self._ctx.Event()
+        proc = self._ctx.Process(target=target, args=(spec, stop_event, ready, counters, os.getpid()),
+                                 name=name, daemon=False)
+        proc.start()
+        into.append(proc)
+        return ready, proc
+
+    def stop(self) -> None:
+        """Producers flush, purge, flush and exit (every send gets its outcome); then consumers stop."""
+        self._stop_producers.set()
+        slowest = max(p.delivery_timeout_ms for p in self.config.producers) / 1000
+        stop_timeout = self.config.producer_stop_timeout_s
+        self._join(self._producers, (slowest if stop_timeout is None else stop_timeout) + 25)
+        self._stop_consumers.set()
+        self._join(self._consumers, 30)
+        if self._sampler:
+            self._sampler.stop()
+        self.history.update_meta(end_ns=time.time_ns())
+
+    def _join(self, procs: list, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            p.join(max(0.1, deadline - time.monotonic()))
+            if p.is_alive():
+                log.warning("%s did not exit in %.0f s: terminating it", p.name, timeout)
+                p.terminate()
+                p.join(5)
+            if p.exitcode not in (0, None):
+                log.warning("%s exited with code %s", p.name, p.exitcode)
+
+    def _abort(self) -> None:
+        self._stop_producers.set()
+        self._stop_consumers.set()
+        for p in self._producers + self._consumers:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+        if self._sampler:
+            self._sampler.stop()
+
+    def final_drain(self) -> DrainResult:
+        """Once the cluster is healthy (bounded wait), read every partition to its end as consumer `final`."""
+        self.drain_result = final_drain(self.cluster, self.config.topic, self.history.journal_dir,
+                                        healthy_timeout_s=self.config.healthy_timeout_s,
+                                        read_timeout_s=self.config.drain_timeout_s)
+        return self.drain_result
+
+    def finalize(self) -> HistorySummary:
+        return self.history.finalize()
+
+    def worker_pids(self) -> dict[str, int]:
+        """Process name -> pid of every workload process (for tests and for the runner's diagnostics)."""
+        return {p.name: p.pid for p in self._producers + self._consumers}
+
+    # ---- live display --------------------------------------------------------------------------------------
+    def stats(self) -> LiveStats:
+        c, n = self._send_counters, len(self.config.producers)
+        sums = [sum(c[i * COUNTER_SLOTS + k] for i in range(n)) for k in (INVOKED, SENT_OK, SENT_FAIL, SENT_INFO)]
+        now = time.monotonic()
+        last_t, last_sends = self._last
+        rate = (sums[0] - last_sends) / (now - last_t) if now > last_t else 0.0
+        self._last = (now, sums[0])
+        elapsed = (time.time_ns() - self._started_ns) / 1e9 if self._started_ns else 0.0
+        alive = sum(p.is_alive() for p in self._producers + self._consumers)
+        return LiveStats(sends=sums[0], ok=sums[1], fail=sums[2], info=sums[3],
+                         reads=sum(self._read_counters[:self.config.consumers]), sends_per_s=rate,
+                         elapsed_s=elapsed, workers_alive=alive)

@@ -1,0 +1,65 @@
+"""The cluster-state sampler: a thread that journals, every interval, each partition's leader, ISR and high watermark
+and the active controller, so the checkers can replay what the cluster believed while faults were on.
+
+A sample that cannot describe the topic (no broker answers) is skipped: no row is better than a made-up one. A
+high watermark or controller that cannot be read is null in that sample. ELR is null: confluent-kafka's
+describe_topics does not expose it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+
+def sample_rows(cluster, topic: str, timeout: float = 3.0) -> list[dict]:
+    """One sample: a row per partition (raises if the topic cannot be described)."""
+    states = cluster.describe(topic, timeout=timeout)
+    t_ns = time.time_ns()
+    try:
+        hw = cluster.high_watermarks(topic, timeout=timeout)
+    except Exception as e:      # a partition without leader: no watermark this time
+        log.debug("sampler: high watermarks: %s", e)
+        hw = {}
+    try:
+        controller = cluster.active_controller()
+    except Exception as e:
+        log.debug("sampler: active controller: %s", e)
+        controller = None
+    return [{"t_ns": t_ns, "partition": s.partition, "leader": s.leader, "isr": list(s.isr), "elr": None,
+             "high_watermark": hw.get(s.partition), "controller": controller} for s in states]
+
+
+class ClusterSampler:
+    """Start, stop; each sample goes to `record(rows)` (HistoryWriter.record_cluster_sample)."""
+
+    def __init__(self, cluster, topic: str, record: Callable[[list[dict]], None], interval_s: float = 0.5):
+        self.cluster, self.topic, self.record, self.interval_s = cluster, topic, record, interval_s
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cluster-sampler", daemon=True)
+
+    def start(self) -> "ClusterSampler":
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.record(sample_rows(self.cluster, self.topic, timeout=max(1.0, self.interval_s * 4)))
+                self.samples += 1
+            except Exception as e:
+                log.debug("sampler: sample skipped: %s", e)
+            next_at += self.interval_s
+            delay = next_at - time.monotonic()
+            if delay < 0:               # a slow sample (brokers down): start the next one now, not a burst
+                next_at, delay = time.monotonic(), 0
+            self._stop.wait(delay)
