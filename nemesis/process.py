@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.cluster import wait_until
+from harness.errors import HarnessError
 from nemesis.base import Fault, FaultError, Followers, Leader, Target
 
 log = logging.getLogger(__name__)
@@ -61,11 +62,17 @@ def _registered(cluster, broker_id: int) -> bool:
 
 
 def full_isr(cluster, topics: list[str] | None = None) -> bool:
-    """Every partition of `topics` (default: every non-internal topic) has a leader and its whole replica set in ISR."""
-    for t in topics if topics is not None else cluster.topics():
-        for s in cluster.describe(t):
-            if s.leader is None or set(s.isr) != set(s.replicas):
-                return False
+    """Every partition of `topics` (default: every non-internal topic) has a leader and its whole replica set in ISR.
+
+    A broker that has just restarted may answer "unknown topic" until it has caught up on metadata: not yet.
+    """
+    try:
+        for t in topics if topics is not None else cluster.topics():
+            for s in cluster.describe(t):
+                if s.leader is None or set(s.isr) != set(s.replicas):
+                    return False
+    except HarnessError:
+        return False
     return True
 
 

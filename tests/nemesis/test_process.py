@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, Producer
 from harness.cluster import wait_until
 from nemesis import registry
 from nemesis.registry import FaultArgs
+from tests.nemesis.probes import wait_healthy
 
 pytestmark = pytest.mark.cluster
 
@@ -100,7 +101,7 @@ def test_pause_makes_produce_requests_to_that_broker_time_out(cluster, topic, ne
     err = _send(producer, topic, 0, b"during")                   # 3 s message timeout < 6 s session timeout
     assert err is not None and err.code() == KafkaError._MSG_TIMED_OUT, err
     nem.heal(fault)
-    cluster.wait_healthy(topic, 60)
+    wait_healthy(cluster, topic, 60)
     assert _send(producer, topic, 0, b"after") is None
 
 
@@ -112,7 +113,7 @@ def test_kill_controller_kills_the_active_controller_and_heal_restarts_it(cluste
     nem.heal(fault)
     wait_until(lambda: cluster.active_controller() == active, 30, "controller did not come back")
     wait_until(lambda: controller_serving(cluster), 60, "brokers cannot reach the restarted controller")
-    cluster.wait_healthy(topic, 60)
+    wait_healthy(cluster, topic, 60)
 
 
 def test_kill_all_kills_every_broker_at_once(cluster, topic, nem, events):
@@ -120,7 +121,7 @@ def test_kill_all_kills_every_broker_at_once(cluster, topic, nem, events):
     assert events[0].nodes == [1, 2, 3]
     assert [b.state() for b in cluster.brokers] == ["exited"] * 3
     nem.heal(fault)
-    cluster.wait_healthy(topic, 90)
+    wait_healthy(cluster, topic, 90)
 
 
 def _started_at(node) -> str:
@@ -150,4 +151,4 @@ def test_cascade_kill_kills_followers_then_leader_and_restarts_the_first_followe
     nem.heal(fault)
     heals = [e for e in events if e.action == "heal"]
     assert [e.nodes for e in heals] == [e.nodes for e in kills]       # first killed, first restarted
-    cluster.wait_healthy(topic, 90)
+    wait_healthy(cluster, topic, 90)

@@ -34,14 +34,14 @@ def test_one_row_per_run_with_verdict_lost_against_predicted_and_a_report_link(m
 def test_the_summary_counts_the_runs_by_verdict(make_run, tmp_path):
     make_run("a", lost=1)
     make_run("b", lost=1, lost_violations=1)
-    html = write_suite(tmp_path).read_text()
+    html = write_suite(tmp_path, SuiteOptions(build_reports=False)).read_text()
     assert "1 run violated Kafka's guarantees" in visible_text(html)
     assert "1 valid · 1 invalid · 0 not checked · 0 broken" in visible_text(html)
 
 
 def test_every_run_valid_gives_a_green_summary(make_run, tmp_path):
     make_run("a")
-    html = write_suite(tmp_path).read_text()
+    html = write_suite(tmp_path, SuiteOptions(build_reports=False)).read_text()
     assert '<section id="summary" class="banner valid">' in html
     assert "Every run valid" in visible_text(html)
 
@@ -59,7 +59,7 @@ def test_a_run_without_history_is_listed_as_broken_without_a_link(make_run, tmp_
 def test_directories_that_are_not_runs_are_ignored(make_run, tmp_path):
     make_run("run")
     (tmp_path / "notes").mkdir()
-    assert len(rows(write_suite(tmp_path).read_text())) == 1
+    assert len(rows(write_suite(tmp_path, SuiteOptions(build_reports=False)).read_text())) == 1
 
 
 def test_runs_are_listed_newest_first(make_run, tmp_path):
@@ -68,7 +68,7 @@ def test_runs_are_listed_newest_first(make_run, tmp_path):
         meta = json.loads((path / "meta.json").read_text())
         meta["start_ns"], meta["end_ns"] = start * 10**9, (start + 60) * 10**9
         (path / "meta.json").write_text(json.dumps(meta))
-    html = write_suite(tmp_path).read_text()
+    html = write_suite(tmp_path, SuiteOptions(build_reports=False)).read_text()
     assert re.findall(r'<td class="mono">(\w+)</td>', html) == ["new", "mid", "old"]
 
 

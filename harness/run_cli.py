@@ -1,0 +1,56 @@
+"""`kafka-chaos run SCENARIO ...` and `kafka-chaos scenarios`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness import scenarios
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scenarios", help="list the fault scenarios")
+    p.set_defaults(func=cmd_scenarios)
+
+    p = sub.add_parser("run", help="run a fault scenario end to end: cluster, workload, faults, check, report",
+                       description="Exit 0 when the run is valid, 1 on a violation (something the ISR model says "
+                                   "cannot happen), 2 on bad input or a broken environment.")
+    p.add_argument("scenario", metavar="SCENARIO", help="see `kafka-chaos scenarios`")
+    p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
+    p.add_argument("--min-isr", type=int, default=2, help="the topic's min.insync.replicas (default 2)")
+    p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
+                   help="enable.idempotence (default: on for acks=all)")
+    p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=False,
+                   help="unclean.leader.election.enable (default off)")
+    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
+    p.add_argument("--duration", type=float, help="seconds of workload (default: the scenario's, 60)")
+    p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
+    p.add_argument("--seed", type=int, help="seed of the fault schedule (default: drawn and recorded)")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    p.add_argument("--reuse-cluster", action="store_true",
+                   help="use the running cluster (`kafka-chaos cluster up`), or start one that stays up")
+    p.add_argument("--keep-cluster", action="store_true", help="leave the run's cluster up at the end")
+    p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
+    p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_scenarios(args) -> int:
+    width = max(len(n) for n in scenarios.CATALOG)
+    for s in scenarios.CATALOG.values():
+        print(f"{s.name:<{width}}  {s.description}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from harness.runner import RunOptions, run, summary_lines
+
+    opts = RunOptions(
+        scenario=args.scenario, acks=args.acks, min_isr=args.min_isr, idempotence=args.idempotence,
+        unclean=args.unclean, kafka_version=args.kafka_version, duration_s=args.duration,
+        rate=args.rate or None, seed=args.seed, results=args.results, reuse_cluster=args.reuse_cluster,
+        cluster_name=args.name, keep_cluster=args.keep_cluster, check=args.check,
+    )
+    result = run(opts)
+    for line in summary_lines(result):
+        print(line)
+    return result.exit_code

@@ -1,0 +1,231 @@
+"""One chaos run end to end: cluster, topic, workload and nemesis, heal, drain, history, check, report.
+
+Jepsen's test map as a dataclass: `RunOptions` says everything that decides a run, and `command()` spells it as
+the exact `kafka-chaos run ...` line that reproduces it (the same seed gives the same fault schedule).
+"""
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import scenarios
+from harness.cluster import KafkaCluster
+from harness.config import ClusterConfig
+from harness.errors import HarnessError, UsageError
+from harness.live import LiveDisplay
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RESULTS = Path("results")
+
+
+def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
+    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects."""
+    base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=2,
+                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000)
+    base.update(overrides)
+    return ClusterConfig(**base)
+
+
+@dataclass
+class RunOptions:
+    scenario: str
+    acks: str = "all"
+    min_isr: int = 2
+    idempotence: bool | None = None          # None: on for acks=all (the Java client's default), else off
+    unclean: bool = False
+    kafka_version: str | None = None
+    duration_s: float | None = None          # None: the scenario's default
+    rate: float | None = 2000.0              # sends per second (None: as fast as possible)
+    seed: int | None = None                  # None: drawn from the clock, then recorded
+    results: Path = DEFAULT_RESULTS
+    reuse_cluster: bool = False
+    cluster_name: str = "kafka-chaos"
+    keep_cluster: bool = False
+    consumers: int = 1
+    run_id: str | None = None
+    check: bool = True
+    live: bool | None = None                 # None: a live display on a terminal, log lines otherwise
+    extra_meta: dict = field(default_factory=dict)
+
+    def resolved(self) -> "RunOptions":
+        """Defaults filled in, and everything validated before any container starts."""
+        sc = scenarios.scenario(self.scenario)
+        if str(self.acks) not in ("0", "1", "all", "-1"):
+            raise UsageError(f"--acks {self.acks}: not a valid acks value", "use --acks 0, 1 or all")
+        self.acks = "all" if str(self.acks) in ("all", "-1") else str(self.acks)
+        if self.idempotence is None:
+            self.idempotence = self.acks == "all"
+        if not 1 <= self.min_isr <= sc.replication_factor:
+            raise UsageError(f"--min-isr {self.min_isr}: must be between 1 and the replication factor "
+                             f"{sc.replication_factor}", "use --min-isr 1, 2 or 3")
+        if self.duration_s is None:
+            self.duration_s = sc.duration_s
+        if self.duration_s <= 0:
+            raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
+        if self.seed is None:
+            self.seed = time.time_ns() % 1_000_000
+        self.profile().validate()
+        sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
+        return self
+
+    def profile(self):
+        from workloads.profile import ProducerProfile
+
+        return ProducerProfile(name="p0", acks=self.acks, idempotent=bool(self.idempotence), rate=self.rate)
+
+    def command(self) -> str:
+        """The exact command line that reproduces this run."""
+        parts = ["kafka-chaos", "run", self.scenario, "--acks", self.acks, "--min-isr", str(self.min_isr),
+                 "--idempotence" if self.idempotence else "--no-idempotence",
+                 "--unclean" if self.unclean else "--no-unclean",
+                 "--duration", f"{self.duration_s:g}", "--seed", str(self.seed)]
+        if self.kafka_version:
+            parts += ["--kafka-version", self.kafka_version]
+        parts += ["--rate", f"{self.rate:g}" if self.rate else "0"]
+        return shlex.join(parts)
+
+    def default_run_id(self) -> str:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        return f"{stamp}-{self.scenario}-acks{self.acks}-isr{self.min_isr}-s{self.seed}"
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    exit_code: int                     # 0 valid, 1 violation
+    verdict: dict | None
+    report: Path | None
+
+
+def run(options: RunOptions) -> RunResult:
+    """Do the whole run. Faults are healed and (unless reused or kept) the cluster removed on every exit path."""
+    from nemesis.control import Nemesis
+    from nemesis.schedule import ScheduleRunner
+    from workloads.history import HistoryWriter
+    from workloads.run import Workload, WorkloadConfig
+
+    opts = options.resolved()
+    sc = scenarios.scenario(opts.scenario)
+    steps = sc.plan(opts.seed, opts.duration_s)
+    display = LiveDisplay(enabled=opts.live if opts.live is not None else sys.stdout.isatty())
+    cluster, owned = _cluster_for(opts, display)
+    history = None
+    try:
+        topic = scenarios.TOPIC
+        display.phase("topic")
+        _fresh_topic(cluster, topic, sc, opts)
+        meta = {
+            "scenario": opts.scenario, "seed": opts.seed, "command": opts.command(),
+            "kafka_version": cluster.version, "topic": topic, "partitions": sc.partitions,
+            "replication_factor": sc.replication_factor, "min_insync_replicas": opts.min_isr,
+            "unclean_leader_election": opts.unclean, "elr_enabled": _elr_enabled(cluster),
+            "consumer_mode": "assign", "producers": [opts.profile().to_meta()],
+            "broker_settings": cluster.config.changed_settings(), "duration_s": opts.duration_s,
+            "fault_plan": [{"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps],
+        } | opts.extra_meta
+        history = HistoryWriter.create(opts.results, opts.run_id or opts.default_run_id(), meta)
+        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=[opts.profile()],
+                                                             consumers=opts.consumers))
+        nemesis = Nemesis(cluster, history.record_fault)
+        faults = ScheduleRunner(nemesis, steps)
+        display.phase("workload")
+        workload.start()
+        history.update_meta(start_ns=time.time_ns())
+        try:
+            faults.start()
+            display.watch(cluster, topic, workload, nemesis, opts.duration_s)
+        finally:
+            display.phase("heal")
+            faults.stop()
+            workload.stop()
+            history.update_meta(end_ns=time.time_ns())
+        if faults.failures:
+            history.update_meta(fault_failures=[f"{s.fault.name} at {s.start_s}s: {why}" for s, why in faults.failures])
+        display.phase("drain")
+        workload.final_drain()
+        summary = workload.finalize()
+        log.info("history: %s", summary)
+    finally:
+        if history is not None:
+            cluster.save_logs(history.dir / "logs")
+        if owned and not opts.keep_cluster:
+            display.phase("down")
+            cluster.down()
+    return _judge(history.dir, opts, display)
+
+
+def _cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, bool]:
+    """(cluster, whether this run owns it)."""
+    if opts.reuse_cluster:
+        try:
+            cluster = KafkaCluster.attach(opts.cluster_name)
+            if opts.kafka_version and cluster.version != opts.kafka_version:
+                raise UsageError(f"the running cluster '{opts.cluster_name}' is Kafka {cluster.version}, "
+                                 f"not {opts.kafka_version}", "drop --reuse-cluster or --kafka-version")
+            return cluster, False
+        except UsageError as e:
+            if "no cluster named" not in e.cause:
+                raise
+            log.info("no running cluster '%s' to reuse: starting one that stays up", opts.cluster_name)
+    display.phase("cluster up")
+    cluster = KafkaCluster(chaos_cluster_config(opts.cluster_name if opts.reuse_cluster else
+                                                f"run{int(time.time() * 1000) % 10_000_000}",
+                                                opts.kafka_version, min_insync_replicas=opts.min_isr,
+                                                unclean_leader_election=opts.unclean),
+                           persistent=opts.reuse_cluster)
+    cluster.up()
+    return cluster, not opts.reuse_cluster
+
+
+def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts: RunOptions) -> None:
+    if topic in cluster.topics():
+        cluster.delete_topics([topic])
+    cluster.create_topic(topic, sc.partitions, sc.replication_factor, configs={
+        "min.insync.replicas": str(opts.min_isr),
+        "unclean.leader.election.enable": str(opts.unclean).lower(),
+    }, timeout=60)
+
+
+def _elr_enabled(cluster: KafkaCluster) -> bool:
+    from harness.config import elr_default
+
+    return cluster.config.elr if cluster.config.elr is not None else elr_default(cluster.version)
+
+
+def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
+    import json
+
+    if not opts.check:
+        return RunResult(run_dir, 0, None, None)
+    from checkers.check import check_run
+    from checkers.report import write_report
+
+    display.phase("check")
+    code = check_run(run_dir, force=True)
+    display.phase("report")
+    report = write_report(run_dir)
+    verdict_file = run_dir / "verdict.json"
+    verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else None
+    display.done()
+    return RunResult(run_dir, code, verdict, Path(report))
+
+
+def summary_lines(result: RunResult) -> list[str]:
+    v = result.verdict or {}
+    lines = [f"results: {result.run_dir}"]
+    if v:
+        state = "VALID" if v.get("valid") else "VIOLATION: " + ", ".join(
+            f"{k}={n}" for k, n in (v.get("violations") or {}).items())
+        c = v.get("counts", {})
+        lines.append(f"verdict: {state}")
+        lines.append(f"sends {c.get('sends')} (ok {c.get('ok')}, fail {c.get('fail')}, info {c.get('info')}); "
+                     f"reads {c.get('reads')}; lost {v.get('anomalies', {}).get('lost')} "
+                     f"(model: acked loss {v.get('predicted', {}).get('lost')})")
+    if result.report:
+        lines.append(f"report: {result.report}")
+    return lines

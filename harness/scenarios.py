@@ -1,0 +1,105 @@
+"""The scenario catalog: data, not code paths scattered in tests.
+
+A scenario names a fault schedule (built for a run's duration, so the same seed and duration give the same plan),
+the topic's shape and a default duration. Any producer profile runs with any scenario. Fault windows scale with
+the duration but never drop below the cluster's detection times, so a short run still sees the fault take effect.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from harness.errors import UsageError
+from nemesis.schedule import Schedule, mix, once, sequence, spec, stagger
+
+TOPIC = "chaos"
+
+
+def _window(duration_s: float) -> tuple[float, float]:
+    """(fault on, fault off) seconds for a cycle: long enough for fencing (6 s) and ISR shrink (5 s) to happen."""
+    on = min(max(duration_s / 4, 10.0), 20.0)
+    off = min(max(duration_s / 6, 6.0), 15.0)
+    return on, off
+
+
+def cycles(fault: str, **args) -> Callable[[float], Schedule]:
+    """The fault on for a window, then off, repeated; the run's last stretch is always fault-free."""
+    def build(duration_s: float) -> Schedule:
+        on, off = _window(duration_s)
+        n = max(1, int((duration_s - off) // (on + off)))
+        return sequence([once(off, spec(fault, **args), on) for _ in range(n)])
+    return build
+
+
+def single(fault: str, start_share: float = 0.15, length_share: float = 0.6, **args) -> Callable[[float], Schedule]:
+    """One long fault, for faults that unfold over time (rolling restart, cascade kill)."""
+    def build(duration_s: float) -> Schedule:
+        return once(round(duration_s * start_share, 3), spec(fault, **args), max(duration_s * length_share, 10.0))
+    return build
+
+
+def isolate_then_kill(duration_s: float) -> Schedule:
+    """Cut the leader from its followers until the ISR is the leader alone (replica.lag.time.max.ms plus
+    margin), then kill it; it stays dead for a while and restarts, as in Jepsen's classic Kafka loss."""
+    start = max(duration_s * 0.1, 3.0)
+    alone_after = 12.0                     # 5 s lag time in the chaos cluster, checked every lag/2, plus margin
+    dead_for = max(duration_s * 0.25, 10.0)
+    return mix(once(start, spec("leader-cut", topic=TOPIC), alone_after + dead_for),
+               once(start + alone_after, spec("kill-leader", topic=TOPIC), dead_for))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    schedule: Callable[[float], Schedule]
+    partitions: int = 3
+    replication_factor: int = 3
+    duration_s: float = 60.0
+    cluster_overrides: dict = field(default_factory=dict)
+
+    def plan(self, seed: int, duration_s: float):
+        return self.schedule(duration_s).plan(seed, duration_s)
+
+
+CATALOG: dict[str, Scenario] = {s.name: s for s in [
+    Scenario("leader-kill", "kill -9 the leader of chaos/0, restart it; repeated",
+             cycles("kill-leader", topic=TOPIC)),
+    Scenario("follower-kill", "kill -9 a follower of chaos/0, restart it; repeated",
+             cycles("kill-follower", topic=TOPIC)),
+    Scenario("leader-pause", "freeze the leader of chaos/0 (docker pause) until it is fenced, resume it; repeated",
+             cycles("pause-leader", topic=TOPIC)),
+    Scenario("leader-isolate", "cut the leader of chaos/0 from every node and the clients, heal; repeated",
+             cycles("isolate-leader", topic=TOPIC)),
+    Scenario("leader-isolate-then-kill", "cut the leader of chaos/0 from its followers until its ISR is itself "
+             "alone, then kill it and restart it later", isolate_then_kill),
+    Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
+             cycles("isolate-controller")),
+    Scenario("majority-minority", "split the nodes into a majority and a minority, heal; repeated",
+             cycles("split")),
+    Scenario("bridge", "two halves that cannot see each other, joined through one node; repeated",
+             cycles("bridge")),
+    Scenario("packet-loss", "drop 30% of a broker's packets to and from its peers, heal; repeated",
+             cycles("loss", probability=0.3)),
+    Scenario("rolling-restart", "clean restart of every broker in turn, waiting for a full ISR in between",
+             single("rolling-restart", length_share=0.7)),
+    Scenario("all-kill", "kill -9 every broker at once, restart them all; repeated",
+             cycles("kill-all")),
+    Scenario("cascade-kill", "kill chaos/0's followers one by one, then its leader; restart an out-of-sync "
+             "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
+    Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
+             cycles("client-isolate")),
+    Scenario("random-mix", "a seeded Jepsen-style stagger of leader kills, pauses, isolations, splits, loss and "
+             "controller kills",
+             lambda d: stagger([spec("kill-leader", topic=TOPIC), spec("pause-leader", topic=TOPIC),
+                                spec("isolate-leader", topic=TOPIC), spec("split"), spec("loss", probability=0.3),
+                                spec("client-isolate"), spec("kill-controller"), spec("leader-cut", topic=TOPIC)],
+                               mean_interval_s=max(d / 8, 6.0), mean_duration_s=max(d / 8, 10.0))),
+]}
+
+
+def scenario(name: str) -> Scenario:
+    try:
+        return CATALOG[name]
+    except KeyError:
+        raise UsageError(f"unknown scenario '{name}'", f"pick one of: {', '.join(CATALOG)}") from None
