@@ -4,7 +4,7 @@ Runs the workload as fast as possible against a local 3-broker cluster, for acks
 acks=1, and checks that no send is missing from the history (rows == the producers' own counts, values unique,
 every send with its outcome). Not a test: numbers depend on the machine and on what else runs on it.
 
-    python bench/workload_rate.py [--seconds 60] [--producers 1] [--consumers 0] [--cluster NAME]
+    python bench/workload_rate.py [--seconds 60] [--producers 2] [--consumers 0] [--cluster NAME]
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def measure(cluster, label: str, profile: ProducerProfile, args, results_dir: Pa
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--producers", type=int, default=1, help="producer processes per setting")
+    ap.add_argument("--producers", type=int, default=2, help="producer processes per setting")
     ap.add_argument("--consumers", type=int, default=0, help="live consumers")
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--cluster", help="use this running cluster (kafka-chaos cluster up --name ...) instead of "

@@ -59,7 +59,6 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         embedded.append(EmbeddedFigure("fig-lost", figure_json(figures.lost_per_partition_figure(lost_rows))))
 
     counts = tables.anomaly_counts(run)
-    reads = data.load_final_reads(run.path) if counts else None
     facts = tables.run_facts(run)
     total_partitions = run.cluster["partition"].nunique() if not run.cluster.empty else 0
     context = dict(
@@ -83,7 +82,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         checked=run.anomalies is not None or run.verdict is not None,
         anomaly_counts=counts,
         kind_totals={r["kind"]: r["total"] for r in counts},
-        examples=tables.anomaly_examples(run, reads, options) if counts else {},
+        examples=tables.anomaly_examples(run, options),
         files=tables.file_links(run.path),
         figures=embedded,
         plotlyjs=Markup(get_plotlyjs()),

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from checkers.schema import ANOMALY_KINDS  # noqa: F401  (re-exported for the tables)
@@ -97,16 +100,27 @@ def load_run(results_dir: Path | str) -> RunData:
                    anomalies=anomalies, meta_missing=meta_missing)
 
 
-def load_final_reads(results_dir: Path) -> pd.DataFrame:
-    """Reads that show what the log held: the final drain when there is one, else every read.
+def reads_near(results_dir: Path, places: list[tuple[int, int]], span: int) -> pd.DataFrame:
+    """What was read at offsets within `span` of each (partition, offset): the context of an anomaly.
 
-    Sorted by partition and offset, one row per offset, for looking up an anomaly's neighbours.
+    Reads only those rows (a pushed-down filter), so a history of millions of reads costs little. Prefers the
+    final drain, which shows what the log held; falls back to live reads when there was no drain.
+    Sorted by partition and offset, one row per offset.
     """
     path = Path(results_dir) / "history" / "reads.parquet"
-    if not path.is_file():
-        return pd.DataFrame({"partition": pd.Series([], dtype="int32"), "offset": pd.Series([], dtype="int64"),
-                             "value": pd.Series([], dtype="object")})
-    reads = _read_parquet(path, READ_COLUMNS)
+    empty = pd.DataFrame({"partition": pd.Series([], dtype="int32"), "offset": pd.Series([], dtype="int64"),
+                          "value": pd.Series([], dtype="object")})
+    if not places or not path.is_file():
+        return empty
+    where = None
+    for partition, offset in sorted(set(places)):
+        near = ((pc.field("partition") == partition) & (pc.field("offset") >= offset - span)
+                & (pc.field("offset") <= offset + span))
+        where = near if where is None else where | near
+    try:
+        reads = ds.dataset(path, format="parquet").to_table(columns=READ_COLUMNS, filter=where).to_pandas()
+    except (OSError, pa.ArrowInvalid) as e:
+        raise HarnessError(f"cannot read {path}: {e}", "rebuild the history with `kafka-chaos history repair`")
     final = reads[reads["phase"] == "final"]
     if len(final):
         reads = final

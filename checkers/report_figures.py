@@ -32,8 +32,9 @@ def _base_layout(fig: go.Figure, height: int, title: str) -> None:
     fig.update_xaxes(**AXIS_STYLE)
     fig.update_yaxes(**AXIS_STYLE)
     fig.update_layout(template="none", paper_bgcolor="white", plot_bgcolor="white", height=height, font=FONT, title=dict(text=title, x=0, font_size=15),
-                      margin=dict(l=70, r=20, t=70, b=40), hovermode="x unified",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+                      margin=dict(l=70, r=20, t=80, b=40), hovermode="x unified",
+                      legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, xanchor="left",
+                                  font=dict(size=11)))
 
 
 def fault_shapes(windows: list[FaultWindow]) -> tuple[list[dict], list[dict]]:
@@ -99,7 +100,7 @@ def timeline_figure(tl: Timeline, windows: list[FaultWindow], markers: pd.DataFr
     _base_layout(fig, 620 if kinds else 500, f"Timeline ({tl.bucket_s:g} s buckets)")
     fig.update_layout(hovermode="closest")
     fig.update_yaxes(title_text="operations / s", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="ack latency (ms)", type="log", row=2, col=1)
+    fig.update_yaxes(title_text="ack latency (ms)", type="log", dtick=1, row=2, col=1)
     if kinds:
         fig.update_yaxes(title_text="anomalies", type="category", categoryorder="array", categoryarray=kinds[::-1],
                          row=3, col=1)
@@ -119,6 +120,7 @@ def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], 
     lost_in_legend = False
     lines: list[dict] = []
     line_labels: list[dict] = []
+    axes: dict[str, dict] = {}
     for i, s in enumerate(series):
         leader_row, isr_row = 2 * i + 1, 2 * i + 2
         x = np.append(s.t_s, end_s) if end_s > s.t_s[-1] else s.t_s
@@ -151,11 +153,13 @@ def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], 
                                      hovertemplate="lost offset %{customdata}<extra></extra>"),
                           row=isr_row, col=1)
             lost_in_legend = True
-        fig.update_yaxes(tickvals=[-1] + brokers, ticktext=["none"] + [str(b) for b in brokers],
-                         range=[-1.5, max(brokers + [1]) + 0.5], row=leader_row, col=1)
-        fig.update_yaxes(range=[0, (replication_factor or 3) + 0.8], dtick=1, row=isr_row, col=1)
+        axes[f"yaxis{'' if leader_row == 1 else leader_row}"] = dict(
+            tickvals=[-1] + brokers, ticktext=["none"] + [str(b) for b in brokers],
+            range=[-1.5, max(brokers + [1]) + 0.5])
+        axes[f"yaxis{isr_row}"] = dict(range=[0, (replication_factor or 3) + 0.8], dtick=1)
     fault_legend(fig, windows)
     shapes, labels = fault_shapes(windows)
+    fig.update_layout(**axes)
     add_decorations(fig, shapes + lines, labels + line_labels)
     _base_layout(fig, 120 + 150 * rows, "Leader and ISR per partition")
     fig.update_layout(hovermode="closest")

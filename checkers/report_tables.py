@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from checkers.report_data import (ANOMALY_KINDS, ReportOptions, RunData, anomaly_time_ns, offset_ranges)
+from checkers.report_data import (ANOMALY_KINDS, ReportOptions, RunData, anomaly_time_ns, offset_ranges,
+                                  reads_near)
 
 PRODUCER_KEYS = ("name", "acks", "idempotent", "max_in_flight", "retries", "delivery_timeout_ms",
                  "request_timeout_ms", "linger_ms", "rate")
@@ -194,20 +195,22 @@ class ExampleRow:
     reason: str
 
 
-def anomaly_examples(run: RunData, reads: pd.DataFrame, options: ReportOptions) -> dict[str, list[ExampleRow]]:
+def anomaly_examples(run: RunData, options: ReportOptions) -> dict[str, list[ExampleRow]]:
     """The first examples of each kind: violations first, then in time order."""
     anomalies = run.anomalies
     if anomalies is None or anomalies.empty:
         return {}
     frame = anomalies.assign(_t=anomaly_time_ns(anomalies),
                              _v=(anomalies["classification"] != "violation").astype(int))
-    examples: dict[str, list[ExampleRow]] = {}
+    firsts = {}
     for row in anomaly_counts(run):
         kind = row["kind"]
         first = frame[frame["kind"] == kind].sort_values(["_v", "_t"], na_position="last")
-        first = first.head(options.examples_per_kind)
-        examples[kind] = [_example(run, reads, r, options) for r in first.to_dict("records")]
-    return examples
+        firsts[kind] = first.head(options.examples_per_kind).to_dict("records")
+    places = [(p, o) for rows in firsts.values() for r in rows
+              if (p := _int_or_none(r.get("partition"))) is not None and (o := _int_or_none(r.get("offset"))) is not None]
+    reads = reads_near(run.path, places, options.neighbour_span)
+    return {kind: [_example(run, reads, r, options) for r in rows] for kind, rows in firsts.items()}
 
 
 def _example(run: RunData, reads: pd.DataFrame, r: dict, options: ReportOptions) -> ExampleRow:

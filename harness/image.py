@@ -60,7 +60,7 @@ def host_debian_source() -> DebianSource:
         text = f.read_text()
         for m in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", text, re.M):
             uri = m.group(1)
-            if "security" not in uri and "debian" in uri:
+            if "security" not in uri and uri.startswith(("http://", "https://", "file:/")):
                 mirror = uri
                 break
         if mirror:

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness import scenarios
 from harness.cluster import KafkaCluster
 from harness.config import ClusterConfig
-from harness.errors import HarnessError, UsageError
+from harness.errors import UsageError
 from harness.live import LiveDisplay
 
 log = logging.getLogger(__name__)
@@ -102,8 +102,11 @@ class RunResult:
     report: Path | None
 
 
-def run(options: RunOptions) -> RunResult:
-    """Do the whole run. Faults are healed and (unless reused or kept) the cluster removed on every exit path."""
+def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
+    """Do the whole run. Faults are healed and (unless reused or kept) the cluster removed on every exit path.
+
+    `cluster`: run on this cluster (the pytest plugin's session cluster) instead of starting or attaching one.
+    """
     from nemesis.control import Nemesis
     from nemesis.schedule import ScheduleRunner
     from workloads.history import HistoryWriter
@@ -113,7 +116,13 @@ def run(options: RunOptions) -> RunResult:
     sc = scenarios.scenario(opts.scenario)
     steps = sc.plan(opts.seed, opts.duration_s)
     display = LiveDisplay(enabled=opts.live if opts.live is not None else sys.stdout.isatty())
-    cluster, owned = _cluster_for(opts, display)
+    if cluster is not None:
+        if opts.kafka_version and cluster.version != opts.kafka_version:
+            raise UsageError(f"the given cluster is Kafka {cluster.version}, not {opts.kafka_version}",
+                             "start the cluster with that version")
+        owned = False
+    else:
+        cluster, owned = _cluster_for(opts, display)
     history = None
     try:
         topic = scenarios.TOPIC

@@ -71,19 +71,24 @@ def add_rules(node: Node, rules: list[Rule], tag: str) -> None:
         raise NodeCommandError(f"adding iptables rules on {node} failed ({rc}): {out.strip()}")
 
 
+_DROP_CHAIN = (f"while {IPT} -D INPUT -j {CHAIN} 2>/dev/null; do :; done; "
+               f"while {IPT} -D OUTPUT -j {CHAIN} 2>/dev/null; do :; done; "
+               f"{IPT} -F {CHAIN} 2>/dev/null; {IPT} -X {CHAIN} 2>/dev/null; ")
+
+
 def remove_rules(node: Node, tag: str) -> None:
-    """Remove every rule tagged `tag` from our chain (no-op when there are none, or no chain)."""
+    """Remove every rule tagged `tag` from our chain, and the chain with its jumps once it is empty.
+    A no-op when there are no such rules or no chain."""
     script = (f"{IPT} -S {CHAIN} 2>/dev/null | grep -F -- {shlex.quote(f'{COMMENT_PREFIX}:{tag}')} "
-              f"| sed 's/^-A/-D/' | while read -r r; do eval \"{IPT} $r\" || exit 1; done")
+              f"| sed 's/^-A/-D/' | while read -r r; do eval \"{IPT} $r\" || exit 1; done || exit 1; "
+              f"if {IPT} -S {CHAIN} >/dev/null 2>&1 && ! {IPT} -S {CHAIN} | grep -q '^-A'; then {_DROP_CHAIN} fi")
     rc, out = run_in_netns(node, script)
     if rc != 0:
         raise NodeCommandError(f"removing iptables rules {tag} on {node} failed ({rc}): {out.strip()}")
 
 
 SWEEP_SCRIPT = (
-    f"while {IPT} -D INPUT -j {CHAIN} 2>/dev/null; do :; done; "
-    f"while {IPT} -D OUTPUT -j {CHAIN} 2>/dev/null; do :; done; "
-    f"{IPT} -F {CHAIN} 2>/dev/null; {IPT} -X {CHAIN} 2>/dev/null; "
+    _DROP_CHAIN +
     # any rule of ours outside our chain (none by design, but heal-all is the last line of defence)
     f"{IPT} -S | grep -F -- '{COMMENT_PREFIX}:' | grep '^-A' | sed 's/^-A/-D/' "
     f"| while read -r r; do eval \"{IPT} $r\"; done; "

@@ -24,11 +24,14 @@ def sample_rows(cluster, topic: str, timeout: float = 3.0) -> list[dict]:
     except Exception as e:      # a partition without leader: no watermark this time
         log.debug("sampler: high watermarks: %s", e)
         hw = {}
-    try:
-        controller = cluster.active_controller()
-    except Exception as e:
-        log.debug("sampler: active controller: %s", e)
-        controller = None
+    controller = None
+    for _ in range(2):          # read through `docker exec`, which a busy engine sometimes fails once
+        try:
+            controller = cluster.active_controller()
+        except Exception as e:
+            log.debug("sampler: active controller: %s", e)
+        if controller is not None:
+            break
     return [{"t_ns": t_ns, "partition": s.partition, "leader": s.leader, "isr": list(s.isr), "elr": None,
              "high_watermark": hw.get(s.partition), "controller": controller} for s in states]
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.report_data import (ReportOptions, anomaly_markers, bucket_width_s, fault_windows, load_final_reads,
-                                  load_run, offset_ranges, partition_series, timeline)
+from checkers.report_data import (ReportOptions, anomaly_markers, bucket_width_s, fault_windows,
+                                  load_run, offset_ranges, partition_series, reads_near, timeline)
 from checkers.schema import FAULTS_SCHEMA
 from harness.errors import HarnessError
 
@@ -82,13 +82,16 @@ def test_anomaly_markers_are_capped_per_kind_but_span_the_whole_kind(make_run):
     assert lost["t_s"].max() == pytest.approx((all_lost.max() - run.start_ns) / 1e9)
 
 
-def test_final_reads_lack_the_lost_offsets(make_run):
+def test_reads_near_an_offset_come_from_the_final_drain_and_lack_the_lost_offsets(make_run):
     path = make_run(lost=3)
     run = load_run(path)
-    reads = load_final_reads(path)
     lost = run.anomalies[run.anomalies["kind"] == "lost"]
-    read_offsets = set(reads[reads["partition"] == 0]["offset"])
-    assert not set(lost["offset"]) & read_offsets
+    places = [(0, int(o)) for o in lost["offset"]]
+    reads = reads_near(path, places, span=2)
+    assert not set(lost["offset"]) & set(reads["offset"])
+    assert set(reads["partition"]) == {0}
+    assert all(any(abs(o - lo) <= 2 for _, lo in places) for o in reads["offset"])
+    assert 0 < len(reads) <= 4 * len(places)   # the neighbours only, never the whole log
     assert not reads.duplicated(["partition", "offset"]).any()
 
 

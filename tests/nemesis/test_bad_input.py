@@ -1,0 +1,55 @@
+"""Bad input fails with a clear UsageError before anything in the cluster is touched."""
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import UsageError
+from nemesis import registry
+from nemesis.registry import FaultArgs
+from tests.nemesis.probes import assert_no_rules_of_ours
+
+
+def test_unknown_fault_names_the_known_ones():
+    with pytest.raises(UsageError, match="unknown fault 'nuke'") as e:
+        registry.build("nuke")
+    assert "isolate-leader" in e.value.remedy
+
+
+def test_a_bridge_needs_three_nodes():
+    with pytest.raises(UsageError, match="at least 3 nodes"):
+        registry.build("bridge", FaultArgs(targets=(1, 2)))
+
+
+def test_one_way_needs_exactly_two_nodes():
+    with pytest.raises(UsageError, match="exactly two nodes"):
+        registry.build("one-way", FaultArgs(targets=(1, 2, 3)))
+
+
+def test_faults_that_pick_their_own_target_refuse_one():
+    with pytest.raises(UsageError, match="takes no --target"):
+        registry.build("kill-leader", FaultArgs(targets=(1,)))
+
+
+def test_loss_probability_must_be_a_probability():
+    with pytest.raises(UsageError, match="probability"):
+        registry.build("loss", FaultArgs(probability=1.5))
+
+
+def test_every_fault_has_a_one_line_description():
+    for t in registry.REGISTRY.values():
+        assert t.description and "\n" not in t.description, t.name
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("name, args, message", [
+    ("kill", FaultArgs(targets=(7,)), "no node 7"),
+    ("isolate", FaultArgs(targets=(1, 9)), "no node 9"),
+    ("isolate-leader", FaultArgs(topic="no-such-topic"), "no-such-topic"),
+    ("kill-leader", FaultArgs(topic="no-such-topic"), "no-such-topic"),
+    ("loss", FaultArgs(targets=(1,), peers=(42,)), "no node 42"),
+])
+def test_a_target_that_does_not_exist_fails_before_anything_is_touched(cluster, nem, events, name, args, message):
+    with pytest.raises(UsageError, match=message):
+        nem.start(registry.build(name, args))
+    assert events == [] and nem.active == []
+    assert_no_rules_of_ours(cluster)
