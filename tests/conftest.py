@@ -16,10 +16,10 @@ TEST_VERSION = os.environ.get("KAFKA_CHAOS_TEST_VERSION") or None
 
 
 def fast_cluster_config(name: str, **overrides) -> ClusterConfig:
-    base = dict(name=name, kafka_version=TEST_VERSION, brokers=3, controllers=1, min_insync_replicas=2,
-                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000)
-    base.update(overrides)
-    return ClusterConfig(**base)
+    """The chaos runs' cluster shape (6 s session timeout, 5 s ISR lag), at the version under test."""
+    from harness.runner import chaos_cluster_config
+
+    return chaos_cluster_config(name, overrides.pop("kafka_version", TEST_VERSION), **overrides)
 
 
 @pytest.fixture(scope="session")
@@ -39,12 +39,8 @@ def topic(cluster):
     name = f"t-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(name, partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
     yield name
-    for n in cluster.nodes:           # whatever a test did, leave every node running for the next one
-        if n.state() == "paused":
-            n.unpause()
-        elif n.state() != "running":
-            n.start()
-        if n.is_running():
-            n.iptables("-F", check=False)
+    from nemesis.control import sweep
+
+    sweep(cluster)                    # whatever a test did: every node running unpaused, no rule of ours
     cluster.wait_healthy(name, timeout=90)
     cluster.delete_topics([name])

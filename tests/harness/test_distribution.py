@@ -1,0 +1,42 @@
+"""Kafka releases from Maven Central: the list of versions, and clear errors for ones that cannot run."""
+import pytest
+
+from harness import distribution
+from harness.errors import UsageError
+
+
+def test_versions_come_from_maven_central_and_include_both_supported_lines():
+    versions = distribution.available_versions()
+    assert "3.9.2" in versions
+    assert any(v.startswith("4.") for v in versions)
+    assert versions == sorted(versions, key=distribution.parse_version)
+
+
+def test_default_is_a_4x_release_whose_jars_resolve():
+    dist = distribution.resolve()
+    assert dist.major == 4 and dist.version == distribution.default_version()
+    jars = dist.jar_names()
+    assert f"kafka_2.13-{dist.version}.jar" in jars
+    assert any(j.startswith("log4j-slf4j-impl") for j in jars)    # the backend the 4.x tarball ships
+
+
+def test_3_9_gets_reload4j_like_its_tarball():
+    jars = distribution.resolve("3.9.2").jar_names()
+    assert any(j.startswith("slf4j-reload4j") for j in jars) and any(j.startswith("reload4j") for j in jars)
+
+
+def test_an_unknown_version_is_refused_naming_versions_that_exist():
+    with pytest.raises(UsageError) as e:
+        distribution.resolve("4.99.0")
+    assert "not on Maven Central" in e.value.cause and "3.9.2" in e.value.remedy
+
+
+@pytest.mark.parametrize("bad", ["latest", "4.3", "4.3.1-rc1", ""])
+def test_a_malformed_version_is_refused(bad):
+    with pytest.raises(UsageError):
+        distribution.parse_version(bad)
+
+
+def test_releases_before_3_9_are_refused():
+    with pytest.raises(UsageError, match="older than"):
+        distribution.resolve("3.8.1")
