@@ -32,7 +32,7 @@ class ReportOptions:
     """How far the report downsamples: these bound its size, not the history's."""
 
     max_buckets: int = 1500          # time buckets in the timeline
-    max_markers_per_kind: int = 2000  # anomaly markers drawn per kind (the tables still count all)
+    max_markers_per_kind: int = 1000  # anomaly markers drawn per kind (the tables still count all)
     examples_per_kind: int = 10      # rows per anomaly kind in the example tables
     max_partitions_plotted: int = 8  # partitions drawn in the per-partition chart
     neighbour_span: int = 2          # offsets read either side of an anomaly's offset

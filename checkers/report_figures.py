@@ -84,17 +84,19 @@ def timeline_figure(tl: Timeline, windows: list[FaultWindow], markers: pd.DataFr
                                  line=dict(width=1.2 if q != "max" else 0.8, color=COLOURS[q],
                                            dash="dot" if q == "max" else None)), row=2, col=1)
     for kind in kinds:
-        of_kind = markers[markers["kind"] == kind]
         symbol, colour = KIND_MARKERS.get(kind, ("circle", "#424242"))
-        violation = (of_kind["classification"] == "violation").to_numpy()
-        fig.add_trace(go.Scatter(
-            x=of_kind["t_s"].to_numpy(dtype=float), y=np.full(len(of_kind), kind), mode="markers", name=kind,
-            marker=dict(symbol=symbol, size=np.where(violation, 11, 8), color=colour,
-                        line=dict(width=np.where(violation, 2, 0.5), color=colour)),
-            customdata=np.stack([of_kind["partition"].astype(str), of_kind["offset"].astype(str),
-                                 of_kind["classification"].astype(str)], axis=1),
-            hovertemplate="%{y} p%{customdata[0]} offset %{customdata[1]} (%{customdata[2]})<extra></extra>"),
-            row=3, col=1)
+        of_kind = markers[markers["kind"] == kind]
+        for judged, size in (("allowed", 7), ("violation", 11)):  # uniform styles per trace draw fastest
+            shown = of_kind[(of_kind["classification"] == "violation") == (judged == "violation")]
+            if shown.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                x=shown["t_s"].to_numpy(dtype=float), y=np.full(len(shown), kind), mode="markers",
+                name=kind if judged == "allowed" else f"{kind} (violation)", legendgroup=kind,
+                marker=dict(symbol=symbol, size=size, color=colour, opacity=0.8 if judged == "allowed" else 1),
+                customdata=np.stack([shown["partition"].astype(str), shown["offset"].astype(str)], axis=1),
+                hovertemplate=f"%{{y}} p%{{customdata[0]}} offset %{{customdata[1]}} ({judged})<extra></extra>"),
+                row=3, col=1)
     fault_legend(fig, windows)
     add_decorations(fig, *fault_shapes(windows))
     _base_layout(fig, 620 if kinds else 500, f"Timeline ({tl.bucket_s:g} s buckets)")

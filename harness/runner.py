@@ -135,6 +135,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             "unclean_leader_election": opts.unclean, "elr_enabled": _elr_enabled(cluster),
             "consumer_mode": "assign", "producers": [opts.profile().to_meta()],
             "broker_settings": cluster.config.changed_settings(), "duration_s": opts.duration_s,
+            "brokers": [n.id for n in cluster.brokers], "controllers": [n.id for n in cluster.controllers],
             "fault_plan": [{"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps],
         } | opts.extra_meta
         history = HistoryWriter.create(opts.results, opts.run_id or opts.default_run_id(), meta)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from workloads.consumer import consumer_config, record_line
 from workloads.journal import LineJournal, reads_paths, write_sidecar
+from workloads.topic import partitions_of
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
         log.warning("final drain: cluster not healthy after %.0f s, reading what is readable: %s",
                     healthy_timeout_s, e)
     started = time.monotonic()
-    partitions = [s.partition for s in cluster.describe(topic)]
+    partitions = partitions_of(cluster, topic)
     paths = reads_paths(journal_dir, name)
     write_sidecar(paths["sidecar"], {"kind": "reads", "consumer": name, "phase": "final"})
     journal = LineJournal(paths["data"])

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 from harness.errors import UsageError
 
 ACKS = ("0", "1", "all")
+CLIENT_DEFAULT_RETRIES = 2_147_483_647      # librdkafka's default `retries` (message.send.max.retries)
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,12 @@ class ProducerProfile:
         return self
 
     def to_meta(self) -> dict:
-        """The profile as meta.json's `producers` entries spell it."""
-        return asdict(self)
+        """The profile as meta.json's `producers` entries spell it: effective values (retries left at the
+        client's default is librdkafka's default, INT32_MAX); rate null means as fast as possible."""
+        meta = asdict(self)
+        if meta["retries"] is None:
+            meta["retries"] = CLIENT_DEFAULT_RETRIES
+        return meta
 
     def named(self, name: str) -> "ProducerProfile":
         return replace(self, name=name)

@@ -18,6 +18,7 @@ from workloads.history_build import HistorySummary
 from workloads.producer import COUNTER_SLOTS, INVOKED, SENT_FAIL, SENT_INFO, SENT_OK, ProducerSpec, run_producer
 from workloads.profile import ProducerProfile
 from workloads.sampler import ClusterSampler
+from workloads.topic import partitions_of
 from workloads.worker import spawn_context
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class Workload:
     def start(self) -> None:
         """Spawn the workers and wait until each has its client; start the sampler."""
         cfg = self.config
-        partitions = len(self.cluster.describe(cfg.topic))
+        partitions = len(partitions_of(self.cluster, cfg.topic))
         boot = self.cluster.bootstrap_servers
         journal = str(self.history.journal_dir)
         self.history.update_meta(topic=cfg.topic, consumer_mode=cfg.consumer_mode,

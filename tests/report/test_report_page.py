@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import re
 
-import numpy as np
 import pytest
 
 from checkers.report import write_report

@@ -38,7 +38,9 @@ def test_valid_profiles_pass(profile):
     assert profile.validate() is profile
 
 
-def test_profile_meta_has_the_documented_keys():
+def test_profile_meta_has_the_documented_keys_with_effective_values():
+    assert ProducerProfile().to_meta()["retries"] == 2_147_483_647
+    assert ProducerProfile(retries=3).to_meta()["retries"] == 3
     assert set(ProducerProfile().to_meta()) == {"name", "acks", "idempotent", "max_in_flight", "retries",
                                                  "delivery_timeout_ms", "request_timeout_ms", "linger_ms", "rate"}
 

@@ -129,3 +129,27 @@ def test_subscribe_mode_consumers_share_the_topic_as_one_group(cluster, topic, t
     assert seen <= set(sent) and len(seen) > 0.5 * len(sent)
     assert json.loads((history.dir / "meta.json").read_text())["consumer_mode"] == "subscribe"
     assert summary.final_reads == summary.ok
+
+
+def test_final_drain_waits_for_health_only_so_long_then_reads_what_it_can(cluster, topic, tmp_path):
+    from workloads.drain import final_drain
+
+    config = WorkloadConfig(topic=topic, producers=[ProducerProfile("p0", rate=1000)], consumers=0,
+                            sample_interval_s=1)
+    history = HistoryWriter(tmp_path / "run", META)
+    workload = Workload(cluster, history, config)
+    workload.start()
+    time.sleep(2)
+    workload.stop()
+    follower = next(n for n in cluster.brokers if n.id != cluster.leader(topic, 0))
+    follower.stop()
+    try:
+        started = time.monotonic()
+        drain = final_drain(cluster, topic, history.journal_dir, healthy_timeout_s=3, read_timeout_s=60)
+        waited = time.monotonic() - started
+    finally:
+        follower.start()
+    summary = workload.finalize()
+    assert not drain.healthy and waited < 60
+    assert drain.complete and drain.records == summary.final_reads == summary.ok
+    assert drain.positions == drain.ends
