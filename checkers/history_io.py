@@ -54,6 +54,8 @@ class RunMeta:
     command: str | None = None
     start_ns: int | None = None
     end_ns: int | None = None
+    brokers: tuple[int, ...] = ()        # empty: 1..replication_factor
+    controllers: tuple[int, ...] = ()    # empty: combined mode, the brokers vote
 
     def broker_ms(self, name: str, default: int) -> int:
         return int(self.broker_settings.get(name, default))
@@ -92,6 +94,10 @@ def load_meta(run_dir: Path) -> RunMeta:
     if unclean is None:
         unclean = str(settings.get("unclean.leader.election.enable", "false")).lower() == "true"
     elr = raw.get("elr_enabled")
+    brokers, controllers = _node_ids(raw, "brokers", path), _node_ids(raw, "controllers", path)
+    if set(brokers) & set(controllers):
+        raise HistoryError(f"{path}: node ids {sorted(set(brokers) & set(controllers))} are listed as both "
+                           "brokers and dedicated controllers")
     return RunMeta(
         run_id=raw["run_id"], partitions=raw["partitions"], replication_factor=raw["replication_factor"],
         min_insync_replicas=raw["min_insync_replicas"], kafka_version=version,
@@ -99,7 +105,14 @@ def load_meta(run_dir: Path) -> RunMeta:
         elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= (4, 1),
         consumer_mode=mode, producers=tuple(raw.get("producers") or ()), broker_settings=settings,
         scenario=raw.get("scenario"), seed=raw.get("seed"), command=raw.get("command"),
-        start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"))
+        start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers)
+
+
+def _node_ids(raw: dict, key: str, path: Path) -> tuple[int, ...]:
+    ids = raw.get(key) or []
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise HistoryError(f"{path}: key {key!r} must be a list of node ids (ints), got {ids!r}")
+    return tuple(ids)
 
 
 def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:

@@ -28,6 +28,14 @@ REPLICATION_SLACK_NS = 600_000_000      # a follower may be up to replica.fetch.
 METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their next metadata refresh
 DIRTY_EXPIRE_NS = 30_000_000_000        # vm.dirty_expire_centisecs: page cache older than this is on disk
 ACKED = ("1", "all")
+CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
+CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
+
+
+def profile_int(profile: dict, key: str, default: int) -> int:
+    """An integer setting of a meta.json producer profile; absent or null means the client's default."""
+    value = profile.get(key)
+    return default if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -45,18 +53,20 @@ class ModelConfig:
     acks: tuple[str, ...] = ("all",)
     producers: tuple[dict, ...] = ()
     idempotent: tuple[bool, ...] = ()
-    nodes: tuple[int, ...] = ()     # every broker/controller of the cluster; default 1..replication_factor
+    brokers: tuple[int, ...] = ()       # broker ids, the possible replicas; default 1..replication_factor
+    controllers: tuple[int, ...] = ()   # dedicated KRaft controllers, the only voters; empty: the brokers vote
 
     @classmethod
     def from_meta(cls, meta: RunMeta, acks: tuple[str, ...] = (), idempotent: tuple[bool, ...] = ()):
-        acks = tuple(sorted(set(acks) or {str(p.get("acks", "all")) for p in meta.producers} or {"all"}))
-        idem = tuple(sorted(set(idempotent) or {bool(p.get("idempotent", False)) for p in meta.producers}))
+        acks = tuple(sorted(set(acks) or {str(p.get("acks") or "all") for p in meta.producers} or {"all"}))
+        idem = tuple(sorted(set(idempotent) or {bool(p.get("idempotent")) for p in meta.producers}))
         return cls(kafka_version=meta.kafka_version, partitions=meta.partitions,
                    replication_factor=meta.replication_factor, min_insync_replicas=meta.min_insync_replicas,
                    unclean_leader_election=meta.unclean_leader_election, elr_enabled=meta.elr_enabled,
                    replica_lag_time_max_ms=meta.replica_lag_time_max_ms,
                    broker_session_timeout_ms=meta.broker_session_timeout_ms, acks=acks,
-                   producers=tuple(meta.producers), idempotent=idem)
+                   producers=tuple(meta.producers), idempotent=idem, brokers=tuple(meta.brokers),
+                   controllers=tuple(meta.controllers))
 
     @property
     def unclean_honoured(self) -> bool:
@@ -73,7 +83,8 @@ class ModelConfig:
                 "elr_enabled": self.elr_enabled, "unclean_leader_election": self.unclean_leader_election,
                 "unclean_honoured": self.unclean_honoured,
                 "replica_lag_time_max_ms": self.replica_lag_time_max_ms,
-                "broker_session_timeout_ms": self.broker_session_timeout_ms}
+                "broker_session_timeout_ms": self.broker_session_timeout_ms,
+                "brokers": list(self.brokers), "controllers": list(self.controllers)}
 
 
 @dataclass(frozen=True)
@@ -179,9 +190,9 @@ class ModelResult:
             "unclean" in w.reason or "power loss" in w.reason for w in relevant) else "possible"
         non_idem = [p for p in self.config.producers if not p.get("idempotent", False)] or \
             ([{}] if False in self.config.idempotent else [])
-        dup = any(int(p.get("retries", 2_147_483_647)) > 0 for p in non_idem)
-        reorder = any(int(p.get("max_in_flight", 1_000_000)) > 1 for p in non_idem) or any(
-            int(p.get("max_in_flight", 5)) > 5 for p in self.config.producers if p.get("idempotent", False))
+        dup = any(profile_int(p, "retries", CLIENT_DEFAULT_RETRIES) > 0 for p in non_idem)
+        reorder = any(profile_int(p, "max_in_flight", CLIENT_DEFAULT_MAX_IN_FLIGHT) > 1 for p in non_idem) or any(
+            profile_int(p, "max_in_flight", 5) > 5 for p in self.config.producers if p.get("idempotent", False))
         return {"lost": lost, "duplicates": "possible" if dup else "never",
                 "reordering": "possible" if reorder else "never",
                 "unavailable_windows": [[w.start_ns, w.end_ns, w.partition] for w in self.unavailable]}
@@ -213,20 +224,23 @@ class _Sim:
         self.truncs: list[Window] = []
         self.risk: list[Window] = []
         self.unavailable: list[Window] = []
-        self.nodes, self.parts = self._initial_state(samples, t_begin)
-        self.alive = {n: True for n in self.nodes}
-        self.paused = {n: False for n in self.nodes}
+        self.nodes, self.parts = self._initial_state(samples, t_begin)      # the brokers
+        self.voters = sorted(cfg.controllers) or self.nodes                   # the KRaft quorum
+        everyone = set(self.nodes) | set(self.voters)
+        self.alive = {n: True for n in everyone}
+        self.paused = {n: False for n in everyone}
         self.fenced = {n: False for n in self.nodes}
         self.unclean_restart = {n: False for n in self.nodes}
         self.last_hb = {n: t_begin for n in self.nodes}
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
-        self.controller: int | None = min(self.nodes)
+        self.controller: int | None = min(self.voters)
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg
-        nodes = set(cfg.nodes or range(1, cfg.replication_factor + 1))
-        for f in self.faults:
-            nodes |= set(f.nodes)
+        nodes = set(cfg.brokers or range(1, cfg.replication_factor + 1))
+        if not cfg.brokers:
+            for f in self.faults:
+                nodes |= set(f.nodes) - set(cfg.controllers)
         parts = {}
         for p in range(cfg.partitions):
             rows = samples[samples["partition"] == p].sort_values("t_ns") if len(samples) else samples
@@ -262,9 +276,9 @@ class _Sim:
 
     def _elect_controller(self):
         def quorum(c):
-            return self.up(c) and sum(self.link(c, v) for v in self.nodes) > len(self.nodes) / 2
+            return self.up(c) and sum(self.link(c, v) for v in self.voters) > len(self.voters) / 2
         if self.controller is None or not quorum(self.controller):
-            self.controller = next((c for c in self.nodes if quorum(c)), None)
+            self.controller = next((c for c in self.voters if quorum(c)), None)
 
     def reaches_controller(self, n) -> bool:
         return self.controller is not None and self.link(n, self.controller)
@@ -322,9 +336,16 @@ class _Sim:
                 self._elect(p, part, t, exclude=n)
 
     # -- controller --------------------------------------------------------------------------------------------
-    def _fence(self, n, t):
-        self.fenced[n] = True
-        self.events.append({"t_ns": t, "event": "fenced", "node": n})
+    def _fence(self, expired: list[int], t):
+        """Fence every broker whose session expired in this tick at once: sessions that lapse together (e.g. all
+        heartbeats to an isolated controller) must not elect a broker that is itself about to be fenced."""
+        for n in expired:
+            self.fenced[n] = True
+            self.events.append({"t_ns": t, "event": "fenced", "node": n})
+        for n in expired:
+            self._fence_one(n, t)
+
+    def _fence_one(self, n, t):
         for p, part in self.parts.items():
             if n in part.isr:
                 old = list(part.isr)
@@ -386,9 +407,10 @@ class _Sim:
                             part.elr = [r for r in part.elr if r != n]
                     self.unclean_restart[n] = False
         if self.controller is not None:
-            for n in self.nodes:
-                if not self.fenced[n] and t - self.last_hb[n] > cfg.broker_session_timeout_ms * 1_000_000:
-                    self._fence(n, t)
+            expired = [n for n in self.nodes
+                       if not self.fenced[n] and t - self.last_hb[n] > cfg.broker_session_timeout_ms * 1_000_000]
+            if expired:
+                self._fence(expired, t)
             for p, part in self.parts.items():
                 if part.leader is None or self.fenced[part.leader]:
                     self._elect(p, part, t)

@@ -333,7 +333,7 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 3000,
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000,
                                        "socket.connection.setup.timeout.ms": 3000,
                                        "reconnect.backoff.max.ms": 1000, "log_level": 0})
         return self._admin
@@ -351,8 +351,16 @@ class KafkaCluster:
         topics = topics if topics is not None else self.topics()
         if not topics:
             return
-        for fut in self.admin().delete_topics(topics, request_timeout=timeout).values():
-            fut.result(timeout=timeout)
+        def delete() -> bool:      # retried: just after a controller restart the first request may time out
+            for fut in self.admin().delete_topics(topics, request_timeout=10).values():
+                try:
+                    fut.result(timeout=15)
+                except Exception as e:
+                    if "UNKNOWN_TOPIC" not in str(e):
+                        raise
+            return True
+
+        wait_until(delete, timeout, f"could not delete topics {topics}")
         wait_until(lambda: not set(topics) & set(self.topics()), timeout, f"topics {topics} still exist")
 
     def topics(self) -> list[str]:

@@ -157,7 +157,9 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         if faults.failures:
             history.update_meta(fault_failures=[f"{s.fault.name} at {s.start_s}s: {why}" for s, why in faults.failures])
         display.phase("drain")
-        workload.final_drain()
+        drain = workload.final_drain()
+        history.update_meta(drain={"healthy": drain.healthy, "incomplete": drain.incomplete,
+                                   "ends": {str(k): v for k, v in drain.ends.items()}, "records": drain.records})
         summary = workload.finalize()
         log.info("history: %s", summary)
     finally:

@@ -7,6 +7,7 @@ records the matching heal events, and is idempotent. Bad input raises before any
 from __future__ import annotations
 
 import random
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
@@ -43,13 +44,21 @@ class Nodes(Target):
         return {"target": "nodes"}
 
 
-def _partition_state(cluster, topic: str, partition: int):
-    try:
-        states = cluster.describe(topic)
-    except HarnessError:
-        raise
-    except Exception as e:
-        raise UsageError(f"cannot describe topic {topic}: {e}", "create it, or pass --topic with an existing one") from e
+def _partition_state(cluster, topic: str, partition: int, settle_s: float = 5.0):
+    """The partition's state now. A broker that lags on metadata (just restarted, or the topic is brand new)
+    answers "unknown topic" for a moment: ask again for up to `settle_s` before calling the topic unknown."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            states = cluster.describe(topic)
+            break
+        except Exception as e:
+            if time.monotonic() >= deadline:
+                if isinstance(e, HarnessError):
+                    raise
+                raise UsageError(f"cannot describe topic {topic}: {e}",
+                                 "create it, or pass --topic with an existing one") from e
+            time.sleep(0.5)
     for s in states:
         if s.partition == partition:
             return s
@@ -86,6 +95,18 @@ class Followers(Target):
 
     def describe(self) -> dict:
         return {"target": "followers", "topic": self.topic, "partition": self.partition}
+
+
+@dataclass(frozen=True)
+class RandomFollower(Followers):
+    """One follower of a partition, drawn with `seed` from its followers at that moment."""
+    seed: int = 0
+
+    def resolve(self, cluster) -> list[int]:
+        return [random.Random(self.seed).choice(super().resolve(cluster))]
+
+    def describe(self) -> dict:
+        return super().describe() | {"target": "random-follower", "seed": self.seed}
 
 
 @dataclass(frozen=True)

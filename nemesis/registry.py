@@ -10,7 +10,7 @@ from typing import Callable
 
 from harness.errors import UsageError
 from nemesis import latency, network, process
-from nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, Target
+from nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,9 @@ _TYPES = [
               lambda a: process.ProcessFault("kill", _target(a, RandomBrokers(a.seed, None)), "kill-minority")),
     FaultType("kill-leader", "kill -9 the current leader of TOPIC/PARTITION; heal restarts it",
               lambda a: process.ProcessFault("kill", _leader(a), "kill-leader"), takes_target=False),
+    FaultType("kill-follower", "kill -9 one follower of TOPIC/PARTITION (drawn by seed); heal restarts it",
+              lambda a: process.ProcessFault("kill", RandomFollower(a.topic, a.partition, a.seed), "kill-follower"),
+              takes_target=False),
     FaultType("stop-leader", "clean stop of the current leader of TOPIC/PARTITION; heal starts it",
               lambda a: process.ProcessFault("stop", _leader(a), "stop-leader"), takes_target=False),
     FaultType("pause-leader", "pause the current leader of TOPIC/PARTITION; heal resumes it",

@@ -59,6 +59,18 @@ def test_subscribe_mode_allows_poll_skips(tmp_path):
     assert check(write_run(tmp_path / "subscribe", sends, reads, consumer_mode="subscribe")) == 0
 
 
+def test_a_producer_profile_with_null_retries_and_rate_checks(tmp_path):
+    # The workload's meta.json writes null for "client default" retries and for an unlimited rate.
+    profile = {"name": "p0", "acks": "all", "idempotent": False, "max_in_flight": 5, "retries": None,
+               "delivery_timeout_ms": 30_000, "request_timeout_ms": 10_000, "linger_ms": 5, "rate": None}
+    run = write_run(tmp_path / "nulls", [send("a", offset=0, idempotent=False)], [read("a", offset=0)],
+                    producers=[profile], brokers=[1, 2, 3], controllers=[101])
+    assert check(run) == 0
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["predicted"]["duplicates"] == "possible"
+    assert verdict["model"]["controllers"] == [101]
+
+
 def test_a_run_with_no_faults_file_and_no_cluster_samples_still_checks(tmp_path):
     run = write_run(tmp_path / "bare", [send("a", offset=0)], [read("a", offset=0)])
     assert check(run) == 0

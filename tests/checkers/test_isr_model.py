@@ -69,7 +69,7 @@ def test_unclean_election_after_the_isr_died_puts_acked_writes_at_risk():
     timeline = [kill(2, T0 + 10 * S), kill(3, T0 + 10 * S),      # followers die: ISR shrinks to {1}
                 kill(1, T0 + 80 * S),                             # the last ISR member dies
                 restart(2, T0 + 100 * S)]                         # an out-of-sync replica comes back
-    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="3.9.0", nodes=(1, 2, 3, 4, 5)), timeline,
+    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="3.9.0", brokers=(1, 2, 3, 4, 5)), timeline,
                       t_begin=T0, t_end=T0 + 200 * S)
     status, reason = model.durability(0, T0 + 60 * S, "all")       # acked by broker 1 alone
     assert status == "at_risk" and "unclean" in reason
@@ -80,7 +80,7 @@ def test_unclean_election_after_the_isr_died_puts_acked_writes_at_risk():
 
 def test_kraft_before_3_9_ignores_unclean_election_so_the_partition_stays_offline():
     timeline = [kill(2, T0 + 10 * S), kill(3, T0 + 10 * S), kill(1, T0 + 80 * S), restart(2, T0 + 100 * S)]
-    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="3.8.0", nodes=(1, 2, 3, 4, 5)), timeline,
+    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="3.8.0", brokers=(1, 2, 3, 4, 5)), timeline,
                       t_begin=T0, t_end=T0 + 200 * S)
     assert model.durability(0, T0 + 60 * S, "all")[0] == "guaranteed"
     assert model.unwritable(0, T0 + 150 * S, T0 + 150 * S, "1")
@@ -94,7 +94,7 @@ def test_elr_lets_a_cleanly_stopped_last_isr_member_lead_again_without_loss():
     stop1 = FaultEvent(T0 + 80 * S, "start", "stop", (1,))
     timeline = [kill(3, T0 + 10 * S), FaultEvent(T0 + 60 * S, "start", "stop", (2,)), stop1,
                 FaultEvent(T0 + 100 * S, "heal", "stop", (2,))]
-    model = run_model(cfg(acks=("all",), min_isr=2, version="4.1.0", nodes=(1, 2, 3, 4, 5)), timeline,
+    model = run_model(cfg(acks=("all",), min_isr=2, version="4.1.0", brokers=(1, 2, 3, 4, 5)), timeline,
                       t_begin=T0, t_end=T0 + 200 * S)
     assert any(e["event"] == "isr" and 2 in e["elr"] for e in model.events)
     assert all(e["how"] != "uncleanly" for e in model.events if e["event"] == "leader")
@@ -128,3 +128,71 @@ def test_predictions_follow_the_producer_profiles():
     plain = run_model(cfg(producers=({"name": "p0", "idempotent": False, "max_in_flight": 1},)), [])
     assert idem.predictions()["duplicates"] == "never" and idem.predictions()["reordering"] == "never"
     assert plain.predictions()["duplicates"] == "possible" and plain.predictions()["reordering"] == "never"
+
+
+def test_a_null_retries_profile_means_the_client_default_so_duplicates_are_possible():
+    # The workload writes null for "client default": librdkafka then retries up to INT32_MAX times.
+    profile = {"name": "p0", "acks": "1", "idempotent": False, "max_in_flight": 1, "retries": None,
+               "delivery_timeout_ms": 30_000, "request_timeout_ms": 10_000, "linger_ms": 5, "rate": None}
+    model = run_model(cfg(producers=(profile,)), [])
+    assert model.predictions()["duplicates"] == "possible"
+    never_retries = run_model(cfg(producers=({**profile, "retries": 0},)), [])
+    assert never_retries.predictions()["duplicates"] == "never"
+
+
+# -- dedicated KRaft controllers (our real clusters: brokers 1..3, controller 101) -------------------------------
+
+DEDICATED = dict(brokers=(1, 2, 3), controllers=(101,))
+
+
+def leaders(model, t0=None, t1=None):
+    return [e for e in model.events if e["event"] == "leader"
+            and (t0 is None or e["t_ns"] >= t0) and (t1 is None or e["t_ns"] < t1)]
+
+
+def test_with_a_dedicated_controller_killing_two_brokers_still_fences_them_and_elects_the_third():
+    timeline = [kill(1, T0 + 10 * S), kill(2, T0 + 10 * S)]
+    model = run_model(cfg(acks=("1",), min_isr=1, **DEDICATED), timeline, t_begin=T0, t_end=T0 + 60 * S)
+    assert {e["node"] for e in model.events if e["event"] == "fenced"} == {1, 2}
+    assert [e["leader"] for e in leaders(model)] == [3]
+    assert not model.unwritable(0, T0 + 25 * S, T0 + 25 * S, "1")
+
+
+def test_in_combined_mode_the_same_two_kills_lose_the_quorum_so_nothing_is_fenced_or_elected():
+    timeline = [kill(1, T0 + 10 * S), kill(2, T0 + 10 * S)]
+    model = run_model(cfg(acks=("1",), min_isr=1, brokers=(1, 2, 3)), timeline, t_begin=T0, t_end=T0 + 60 * S)
+    assert not any(e["event"] == "fenced" for e in model.events) and leaders(model) == []
+    assert model.unwritable(0, T0 + 25 * S, T0 + 25 * S, "1")
+
+
+def test_no_election_while_the_dedicated_controller_is_isolated_and_one_after_it_heals():
+    cut, heal = T0 + 10 * S, T0 + 40 * S
+    timeline = [isolate(101, cut), kill(1, T0 + 12 * S), isolate(101, heal, "heal")]
+    model = run_model(cfg(**DEDICATED), timeline, t_begin=T0, t_end=T0 + 80 * S)
+    assert leaders(model, cut, heal) == []
+    assert model.unwritable(0, T0 + 30 * S, T0 + 30 * S, "1")
+    after = leaders(model, heal)
+    assert after and after[0]["leader"] != 1 and after[0]["t_ns"] < heal + 2 * S
+    assert not model.unwritable(0, T0 + 60 * S, T0 + 60 * S, "all")
+
+
+def test_a_killed_dedicated_controller_fences_nobody_until_it_restarts():
+    down, back = T0 + 10 * S, T0 + 40 * S
+    timeline = [kill(101, down), kill(1, T0 + 12 * S), restart(101, back)]
+    model = run_model(cfg(**DEDICATED), timeline, t_begin=T0, t_end=T0 + 80 * S)
+    assert not any(e["event"] == "fenced" and e["t_ns"] < back for e in model.events)
+    assert leaders(model, down, back) == []
+    assert [e["leader"] for e in leaders(model, back)][:1] in ([2], [3])
+
+
+def test_the_model_config_takes_brokers_and_controllers_from_meta_json(tmp_path):
+    from checkers.history_io import load_meta
+    (tmp_path / "meta.json").write_text(json.dumps({
+        "run_id": "r", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2,
+        "brokers": [1, 2, 3], "controllers": [101]}))
+    config = ModelConfig.from_meta(load_meta(tmp_path))
+    assert (config.brokers, config.controllers) == ((1, 2, 3), (101,))
+    (tmp_path / "meta.json").write_text(json.dumps({
+        "run_id": "r", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}))
+    config = ModelConfig.from_meta(load_meta(tmp_path))
+    assert (config.brokers, config.controllers) == ((), ())

@@ -3,8 +3,25 @@ from __future__ import annotations
 
 import pytest
 
+from harness.cluster import wait_until
+from harness.errors import UsageError
 from nemesis.control import Nemesis
 from nemesis.events import EventLog
+
+
+@pytest.fixture
+def topic(topic, cluster):
+    """The shared fresh topic, once every broker answers for it (a broker lagging on metadata says "unknown")."""
+    def known_everywhere():
+        try:
+            for _ in range(6):      # consecutive answers, from whichever broker the client asks
+                cluster.describe(topic)
+        except UsageError:
+            return False
+        return True
+
+    wait_until(known_everywhere, 30, f"brokers still disagree about topic {topic}")
+    return topic
 
 
 @pytest.fixture

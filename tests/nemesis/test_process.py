@@ -69,6 +69,18 @@ def test_kill_leader_elects_another_within_the_session_timeout_and_heal_brings_i
     wait_until(lambda: old in cluster.isr(topic, 0), 60, f"{old} did not rejoin the ISR after heal")
 
 
+def test_kill_follower_keeps_the_leader_and_shrinks_the_isr_until_heal(cluster, topic, nem, events):
+    state = cluster.partition(topic, 0)
+    fault = nem.start(registry.build("kill-follower", FaultArgs(topic=topic, seed=3)))
+    (victim,) = events[0].nodes
+    assert victim in state.replicas and victim != state.leader
+    assert cluster.node(victim).state() == "exited"
+    wait_until(lambda: victim not in cluster.isr(topic, 0), SESSION_S + MARGIN_S, f"{victim} still in the ISR")
+    assert cluster.leader(topic, 0) == state.leader
+    nem.heal(fault)
+    wait_until(lambda: victim in cluster.isr(topic, 0), 60, f"{victim} did not rejoin the ISR after heal")
+
+
 def test_stop_leader_moves_leadership_by_controlled_shutdown(cluster, topic, nem):
     old = cluster.leader(topic, 0)
     t0 = time.monotonic()
