@@ -131,27 +131,33 @@ class ModelResult:
     hw: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)   # partition -> (t, hw)
 
     # -- per write -------------------------------------------------------------------------------------------
-    def durability(self, partition, t_ack_ns, acks) -> tuple[str, str]:
+    def durability(self, partition, t_ack_ns, acks, t_invoke_ns=None) -> tuple[str, str]:
+        """The write was appended and acked at some moment in [t_invoke_ns, t_ack_ns] (the history records when
+        the client sent it and when its delivery report was handled, not when the broker appended it), so it is
+        at risk when that interval meets a risk window."""
         if acks not in ACKED:
             return "at_risk", "acks=0: never acknowledged by a broker"
+        t0 = t_ack_ns if t_invoke_ns is None else t_invoke_ns
         for w in self.risk:
-            if w.partition == partition and acks in w.acks and w.start_ns <= t_ack_ns <= w.end_ns:
+            if w.partition == partition and acks in w.acks and t0 <= w.end_ns and w.start_ns <= t_ack_ns:
                 return "at_risk", w.reason
         return "guaranteed", "no event the model allows removes it: it was on every ISR member the model " \
                              "let become leader afterwards"
 
     def classify(self, writes: pd.DataFrame) -> pd.DataFrame:
-        """durability and reason for rows with partition, acks, t_complete_ns (or t_invoke_ns)."""
+        """durability and reason for rows with partition, acks, t_invoke_ns and t_complete_ns: as durability(),
+        a write is at risk when [t_invoke_ns, t_complete_ns] meets a risk window."""
         if not len(writes):
             return pd.DataFrame({"durability": pd.Series(dtype="string"), "reason": pd.Series(dtype="string")})
         t = writes["t_complete_ns"].fillna(writes["t_invoke_ns"]).astype("int64").to_numpy()
+        t0 = writes["t_invoke_ns"].astype("int64").to_numpy() if "t_invoke_ns" in writes else t
         part = writes["partition"].fillna(-1).astype("int64").to_numpy()
         acks = writes["acks"].astype(object).to_numpy()
         durability = np.where(np.isin(acks, ACKED), "guaranteed", "at_risk").astype(object)
         reason = np.where(durability == "guaranteed", self.durability(-1, -1, "all")[1],
                           "acks=0: never acknowledged by a broker").astype(object)
         for w in reversed(self.risk):   # the first matching window wins, as in durability()
-            hit = (part == w.partition) & (t >= w.start_ns) & (t <= w.end_ns) & np.isin(acks, w.acks)
+            hit = (part == w.partition) & (t >= w.start_ns) & (t0 <= w.end_ns) & np.isin(acks, w.acks)
             durability[hit] = "at_risk"
             reason[hit] = w.reason
         return pd.DataFrame({"durability": durability, "reason": reason}, index=writes.index)

@@ -1,0 +1,31 @@
+"""A write was appended and acknowledged at some unknown moment between its invoke and its delivery report, so
+the model judges the whole interval: any overlap with a risk window puts the write at risk."""
+import pandas as pd
+import pytest
+
+from checkers.isr_model import ModelConfig, ModelResult, Window
+
+RISK = Window(partition=0, start_ns=100, end_ns=200, acks=("1",), reason="acks=1 leader cut off")
+
+
+def model() -> ModelResult:
+    cfg = ModelConfig(kafka_version="4.3.1", partitions=1, replication_factor=3, min_insync_replicas=2, acks=("1",))
+    return ModelResult(cfg, risk=[RISK], unavailable=[], truncations=[], events=[])
+
+
+@pytest.mark.parametrize("t_invoke,t_complete,expected", [
+    (50, 90, "guaranteed"),      # acked before the window
+    (50, 150, "at_risk"),        # report handled inside the window
+    (50, 300, "at_risk"),        # a long retry spanning the whole window: the append may have been inside it
+    (150, 300, "at_risk"),       # invoked inside the window, reported after it
+    (250, 300, "guaranteed"),    # after the window
+])
+def test_the_whole_invoke_to_report_interval_is_judged(t_invoke, t_complete, expected):
+    writes = pd.DataFrame({"partition": [0], "acks": ["1"], "t_invoke_ns": [t_invoke], "t_complete_ns": [t_complete]})
+    assert model().classify(writes)["durability"].tolist() == [expected]
+    assert model().durability(0, t_complete, "1", t_invoke)[0] == expected
+
+
+def test_acks_all_writes_are_not_put_at_risk_by_an_acks_1_window():
+    writes = pd.DataFrame({"partition": [0], "acks": ["all"], "t_invoke_ns": [50], "t_complete_ns": [300]})
+    assert model().classify(writes)["durability"].tolist() == ["guaranteed"]
