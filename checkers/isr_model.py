@@ -26,6 +26,10 @@ from checkers.history_io import RunMeta, version_tuple
 TICK_NS = 100_000_000
 REPLICATION_SLACK_NS = 600_000_000      # a follower may be up to replica.fetch.wait.max.ms (500 ms) behind
 METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their next metadata refresh
+# A broker that reconnects to the controller (after a partition heals or a pause ends) acts on its old metadata
+# until it has fetched the metadata log's new records: a deposed leader stays a zombie that long, and requests
+# the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
+METADATA_CATCHUP_NS = 5_000_000_000
 DIRTY_EXPIRE_NS = 30_000_000_000        # vm.dirty_expire_centisecs: page cache older than this is on disk
 ACKED = ("1", "all")
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
@@ -240,6 +244,7 @@ class _Sim:
         self.last_hb = {n: t_begin for n in self.nodes}
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
         self.controller: int | None = min(self.voters)
+        self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg
@@ -293,6 +298,11 @@ class _Sim:
     def apply(self, i: int, f: FaultEvent, t: int):
         start = f.action == "start"
         self.events.append({"t_ns": t, "event": f"{f.action} {f.effect}", "nodes": list(f.nodes)})
+        if f.effect in ("kill", "power_loss", "stop") and start:
+            for part in self.parts.values():      # a new process believes nothing until it reads the metadata log
+                for n in f.nodes:
+                    if n in part.view:
+                        part.view[n] = (None, -1, ())
         if f.effect in ("kill", "power_loss"):
             for n in f.nodes:
                 self.alive[n] = not start
@@ -403,6 +413,12 @@ class _Sim:
         cfg = self.cfg
         self._elect_controller()
         for n in self.nodes:
+            connected = self.up(n) and self.reaches_controller(n)
+            if not connected:
+                self.connected_since[n] = None
+            elif self.connected_since.get(n) is None:
+                self.connected_since[n] = t
+        for n in self.nodes:
             if self.up(n) and self.reaches_controller(n):
                 self.last_hb[n] = t
                 if self.fenced[n] and self.alive[n]:
@@ -426,7 +442,8 @@ class _Sim:
     def _tick_partition(self, p: int, part: _Partition, t: int):
         cfg = self.cfg
         for n in part.replicas:
-            if self.up(n) and self.reaches_controller(n):
+            since = self.connected_since.get(n)
+            if since is not None and t - since >= METADATA_CATCHUP_NS:
                 part.view[n] = (part.leader, part.epoch, tuple(part.isr))
         # appends: every broker that believes it leads and that the client reaches (a zombie too)
         for n in part.replicas:
