@@ -54,7 +54,7 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     ends, positions, seq = {}, {}, 0
     try:
         for p in partitions:
-            low, ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            low, ends[p] = _watermarks(consumer, topic, p)
             positions[p] = low if ends[p] <= low else -1
         todo = {p for p in partitions if ends[p] > max(positions[p], 0)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
@@ -90,3 +90,20 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     if result.incomplete:
         log.warning("final drain: partitions %s not read to their end in %.0f s", result.incomplete, read_timeout_s)
     return result
+
+
+def _watermarks(consumer, topic: str, partition: int, timeout_s: float = 60) -> tuple[int, int]:
+    """(low, high) offsets, retried: just after a restart the leader can move between metadata and the request
+    (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE), which is no reason to give up the drain."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        except KafkaException as e:
+            if time.monotonic() > deadline:
+                raise
+            log.info("final drain: end offset of partition %d not yet readable (%s); retrying", partition,
+                     e.args[0].name() if e.args else e)
+            time.sleep(0.5)
