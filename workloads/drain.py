@@ -95,7 +95,7 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
 def _watermarks(consumer, topic: str, partition: int, timeout_s: float = 60) -> tuple[int, int]:
     """(low, high) offsets, retried: just after a restart the leader can move between metadata and the request
     (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE), which is no reason to give up the drain."""
-    from confluent_kafka import KafkaException
+    from confluent_kafka import KafkaException, TopicPartition
 
     deadline = time.monotonic() + timeout_s
     while True:
