@@ -123,7 +123,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         owned = False
     else:
         cluster, owned = _cluster_for(opts, display)
-    history = None
+    history = workload = None
+    finalized = False
     try:
         topic = scenarios.TOPIC
         display.phase("topic")
@@ -161,7 +162,17 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         history.update_meta(drain={"healthy": drain.healthy, "incomplete": drain.incomplete,
                                    "ends": {str(k): v for k, v in drain.ends.items()}, "records": drain.records})
         summary = workload.finalize()
+        finalized = True
         log.info("history: %s", summary)
+    except BaseException as e:
+        if workload is not None and not finalized:
+            # interrupted or failed: what was recorded until now still becomes a readable history
+            try:
+                history.update_meta(interrupted=f"{type(e).__name__}: {e}")
+                workload.finalize()
+            except Exception as fe:
+                log.warning("could not finalize the history (kafka-chaos history repair %s): %s", history.dir, fe)
+        raise
     finally:
         if history is not None:
             cluster.save_logs(history.dir / "logs")
