@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 BASE_PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2", "procps", "ca-certificates")
 BASE_REPO, BROKER_REPO = "kafka-chaos-base", "kafka-chaos-broker"
-CONTEXT_FILES = ("Dockerfile", "launch", "log4j2.xml", "log4j.properties")
+CONTEXT_FILES = ("Dockerfile", "launch", "cds-archive", "log4j2.xml", "log4j.properties")
 IMAGE_LABEL = "kafka-chaos.image"
 
 
