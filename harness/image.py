@@ -156,7 +156,19 @@ def ensure_broker_image(client: docker.DockerClient, dist: KafkaDistribution) ->
             raise EnvironmentProblem(f"building {tag} failed: {' | '.join(lines[-5:])}", "rerun with -v") from e
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
+    _remove_superseded(client, tag, f"{BROKER_REPO}:{dist.version}-")
     return tag
+
+
+def _remove_superseded(client: docker.DockerClient, keep: str, prefix: str) -> None:
+    """Older builds of the same version (other input hashes) only take disk space."""
+    for img in client.images.list(name=BROKER_REPO):
+        for t in img.tags:
+            if t.startswith(prefix) and t != keep:
+                try:
+                    client.images.remove(t)
+                except docker.errors.APIError as e:   # still used by a container: leave it
+                    log.debug("keeping %s: %s", t, e)
 
 
 def use_external_image(client: docker.DockerClient, image: str) -> str:
