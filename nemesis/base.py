@@ -187,13 +187,20 @@ class Fault(ABC):
         if self._steps:
             raise FaultError(f"{self.name} is already active", "heal it before starting it again")
         self._record = record
+        self._since = time.time_ns()
         self._start(cluster)
 
     @abstractmethod
     def _start(self, cluster) -> None: ...
 
     def _applied(self, nodes: list[int], details: dict, undo: Callable[[], None]) -> FaultEvent:
-        ev = FaultEvent.now("start", self.name, nodes, details)
+        """Record a step that took effect. Its time is when applying it began (the effect may start any moment
+        after that: rules go on node by node, a kill lands mid-call), so the model's windows never open late;
+        `applied_ns` says when applying it ended."""
+        done = time.time_ns()
+        ev = FaultEvent(getattr(self, "_since", done), "start", self.name, sorted(int(n) for n in nodes),
+                        dict(details) | {"applied_ns": done})
+        self._since = done
         self._steps.append(Applied(ev, undo))
         self._emit(ev)
         return ev

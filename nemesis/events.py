@@ -32,8 +32,10 @@ class FaultEvent:
         return cls(time.time_ns(), action, fault, sorted(int(n) for n in nodes), dict(details))
 
     def healed(self) -> "FaultEvent":
-        """The heal row of this start row: same fault, nodes and details, a new time."""
-        return FaultEvent.now("heal", self.fault, self.nodes, self.details)
+        """The heal row of this start row: same fault, nodes and details, a new time (when the undo finished:
+        the fault may have lasted until then)."""
+        details = {k: v for k, v in self.details.items() if k != "applied_ns"}
+        return FaultEvent.now("heal", self.fault, self.nodes, details)
 
     def row(self) -> dict:
         """The faults.parquet row (details as a JSON string)."""
