@@ -16,7 +16,7 @@ replica order and ISRs, and their high watermarks map a truncation time to an of
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -100,14 +100,33 @@ class FaultEvent:
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
+    applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEvent":
         d = json.loads(details) if isinstance(details, str) else dict(details or {})
         drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
+        applied = d.get("applied_ns")
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
-                   probability=float(d.get("probability", 1.0)))
+                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None)
+
+
+def worst_case_onsets(events: list[FaultEvent]) -> list[FaultEvent]:
+    """A network cut goes on node by node over [t_ns, applied_ns]. The worst case for acknowledged writes is the
+    replication paths cut first and the clients' last: so the cluster-side drops start at t_ns and the client-side
+    ones only at applied_ns (a leader keeps acknowledging writes it can no longer replicate until then)."""
+    out = []
+    for e in events:
+        client = tuple(d for d in e.drops if "client" in d)
+        if e.action == "start" and e.effect == "net" and client and e.applied_ns and e.applied_ns > e.t_ns:
+            rest = tuple(d for d in e.drops if "client" not in d)
+            if rest:
+                out.append(replace(e, drops=rest))
+            out.append(replace(e, t_ns=e.applied_ns, drops=client))
+        else:
+            out.append(e)
+    return sorted(out, key=lambda e: e.t_ns)
 
 
 def _node(x):
@@ -327,11 +346,13 @@ class _Sim:
                 self._heal_drops(f)
 
     def _heal_drops(self, f: FaultEvent):
-        for k in list(self.drops):
+        """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""
+        healed = set(f.drops)
+        for k in sorted(self.drops):
             s = self.faults[k]
-            if s.fault == f.fault and s.nodes == f.nodes and set(s.drops) == set(f.drops):
+            if s.fault == f.fault and s.nodes == f.nodes and set(s.drops) <= healed and healed:
                 del self.drops[k]
-                return
+                healed -= set(s.drops)
 
     def _lose_unflushed(self, n, t):
         keep = t - DIRTY_EXPIRE_NS
@@ -615,6 +636,7 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEvent] | None =
                   .itertuples(index=False)]
     else:
         events = list(faults or [])
+    events = worst_case_onsets(events)
     samples = samples if samples is not None else pd.DataFrame(columns=["t_ns", "partition", "leader", "isr"])
     times = [e.t_ns for e in events] + [int(x) for x in samples["t_ns"]][:1] + [int(x) for x in samples["t_ns"]][-1:]
     t_begin = t_begin if t_begin is not None else (min(times) if times else 0)

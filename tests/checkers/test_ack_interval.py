@@ -29,3 +29,22 @@ def test_the_whole_invoke_to_report_interval_is_judged(t_invoke, t_complete, exp
 def test_acks_all_writes_are_not_put_at_risk_by_an_acks_1_window():
     writes = pd.DataFrame({"partition": [0], "acks": ["all"], "t_invoke_ns": [50], "t_complete_ns": [300]})
     assert model().classify(writes)["durability"].tolist() == ["guaranteed"]
+
+
+def test_a_cut_applied_over_half_a_second_risks_the_writes_acked_while_it_went_on():
+    """Rules go on node by node: the followers may be cut before the clients, so the leader keeps acknowledging
+    acks=1 writes it cannot replicate until the last rule is in (details.applied_ns)."""
+    from checkers.isr_model import FaultEvent, run_model, worst_case_onsets
+
+    S, t0 = 1_000_000_000, 1_000 * 1_000_000_000
+    drops = tuple((1, o) for o in (2, 3, 101)) + tuple((o, 1) for o in (2, 3, 101)) + ((1, "client"), ("client", 1))
+    start = FaultEvent(t_ns=t0 + 10 * S, action="start", effect="net", nodes=(1,), fault="isolate-leader",
+                       drops=drops, applied_ns=t0 + 10 * S + S // 2)
+    heal = FaultEvent(t_ns=t0 + 30 * S, action="heal", effect="net", nodes=(1,), fault="isolate-leader", drops=drops)
+    assert [len(e.drops) for e in worst_case_onsets([start, heal])] == [6, 2, 8]
+    cfg = ModelConfig(kafka_version="4.3.1", partitions=1, replication_factor=3, min_insync_replicas=2,
+                      acks=("1",), brokers=(1, 2, 3), controllers=(101,))
+    model = run_model(cfg, [start, heal], t_begin=t0, t_end=t0 + 90 * S)
+    assert model.durability(0, t0 + 10 * S + 4 * S // 10, "1", t0 + 10 * S + 3 * S // 10)[0] == "at_risk"
+    assert model.durability(0, t0 + 5 * S, "1", t0 + 5 * S - 1000)[0] == "guaranteed"
+    assert model.durability(0, t0 + 80 * S, "1", t0 + 80 * S - 1000)[0] == "guaranteed"
