@@ -141,7 +141,7 @@ def _find(ready: dict, engine: str, spark_master: str | None):
 
 def reference_findings(runs: dict[str, Path], present: dict[str, dict]):
     """The same Findings as the Spark pass, computed one run at a time with the pandas reference."""
-    from checkers.anomalies import Findings
+    from checkers.findings import Findings
     frames, counts, unsettled, acks, idem = [], {}, [], {}, {}
     for run_id in runs:
         sends = read_table(present[run_id]["history/sends.parquet"], SENDS_SCHEMA)

@@ -18,7 +18,7 @@ class Findings:
 
     instances: pd.DataFrame        # instance columns + run_id
     counts: dict[str, Counts]
-    unsettled: pd.DataFrame        # sends with outcome fail or info: run_id, partition, acks, t_invoke_ns, t_complete_ns
+    unsettled: pd.DataFrame        # sends that failed or timed out: run_id, partition, acks, t_invoke_ns, t_complete_ns
     acks: dict[str, tuple] = field(default_factory=dict)          # acks values in use per run
     idempotent: dict[str, tuple] = field(default_factory=dict)    # idempotence flags in use per run
 

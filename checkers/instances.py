@@ -26,10 +26,18 @@ INSTANCE_COLUMNS = {
 }
 
 
-def normalise(df: pd.DataFrame) -> pd.DataFrame:
-    """Canonical dtypes, column order and row order."""
+def typed(df: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Canonical dtypes and column order (missing columns all null), rows as given; `keep`: extra columns kept."""
     out = pd.DataFrame({c: df[c].astype(t) if c in df.columns else pd.Series(pd.NA, index=df.index, dtype=t)
                         for c, t in INSTANCE_COLUMNS.items()})
+    for c in keep:
+        out[c] = df[c]
+    return out
+
+
+def normalise(df: pd.DataFrame) -> pd.DataFrame:
+    """Canonical dtypes, column order and row order."""
+    out = typed(df)
     return out.sort_values(["kind", "partition", "offset", "value", "consumer"], na_position="first",
                            kind="stable").reset_index(drop=True)
 

@@ -64,6 +64,19 @@ CASES = {
         [read("a", offset=0), read("b", offset=0, consumer="c0"), read("c", offset=0, consumer="c1"),
          read("b", offset=0, consumer="c2")],
         {"divergent": 1, "recovered": 2}),
+    "duplicate across partitions: reported at the smallest (partition, offset)": (
+        [send("a", partition=1, offset=0), send("b", partition=1, offset=1)],
+        [read("a", partition=1, offset=0), read("a", partition=2, offset=0), read("a", partition=1, offset=7),
+         read("b", partition=1, offset=1)],
+        {"duplicate": 1}),
+    "phantom read at two positions: a phantom and a duplicate, both at its first position": (
+        [send("a", offset=0)],
+        [read("a", offset=0), read("ghost", partition=1, offset=4), read("ghost", partition=1, offset=2)],
+        {"phantom": 1, "duplicate": 1}),
+    "divergent next to a duplicate: each counted once": (
+        [send("a", offset=0), send("b", offset=1)],
+        [read("a", offset=0), read("b", offset=1), read("a", offset=1, consumer="c0")],
+        {"divergent": 1, "duplicate": 1}),
     "failed_read: a definitely failed send is read": (
         [send("a", offset=0), send("b", outcome="fail")],
         [read("a", offset=0), read("b", offset=1)],

@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from checkers import instances
+from checkers import anomalies
 from checkers.anomalies import find_anomalies_spark
 from checkers.reference import count, find_anomalies
 from checkers.synthetic import write_synthetic_run
@@ -24,7 +25,10 @@ def test_every_hand_built_case_matches_the_reference_in_one_spark_job(spark, tmp
         assert counts == count(s, r)
 
 
-def test_injected_synthetic_run_matches_the_reference(spark, tmp_path):
+@pytest.mark.parametrize("rows_per_partition", [2_000_000, 700], ids=["few-partitions", "many-partitions"])
+def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypatch, rows_per_partition):
+    # Many small shuffle partitions spread each value's sends and reads over tasks, as 100M sends do.
+    monkeypatch.setattr(anomalies, "ROWS_PER_SHUFFLE_PARTITION", rows_per_partition)
     inject = {"lost": 2, "duplicate": 3, "phantom": 1, "divergent": 2, "failed_read": 1, "offset_mismatch": 2,
               "nonmonotonic_send": 3, "poll_skip": 2}
     run = write_synthetic_run(tmp_path / "inj", sends=3000, seed=4, consumers=2, inject=inject)
