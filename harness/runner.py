@@ -152,6 +152,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             display.watch(cluster, topic, workload, nemesis, opts.duration_s)
         finally:
             display.phase("heal")
+            if opts.check:
+                _warm_spark()
             faults.stop()
             workload.stop()
             history.update_meta(end_ns=time.time_ns())
@@ -180,6 +182,22 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             display.phase("down")
             cluster.down()
     return _judge(history.dir, opts, display)
+
+
+def _warm_spark() -> None:
+    """Start the checker's Spark session while faults heal and the drain reads: its JVM start (~15 s here) then
+    overlaps them instead of following them. Not earlier: it must not steal the brokers' CPU during the faults."""
+    import threading
+
+    def start():
+        try:
+            from checkers.spark import get_spark
+
+            get_spark()
+        except Exception as e:           # the check itself reports a Spark problem properly
+            log.debug("warming Spark failed: %s", e)
+
+    threading.Thread(target=start, name="spark-warmup", daemon=True).start()
 
 
 def _cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, bool]:
