@@ -27,6 +27,7 @@ from harness.config import ClusterConfig
 from harness.engine import docker_client
 from harness.errors import EnvironmentProblem, HarnessError, UsageError
 from harness.node import Node
+from harness.paths import DOCKER_CONTEXT
 from harness.reaper import LABEL_RUN, Reaper, remove_labelled
 
 log = logging.getLogger(__name__)
@@ -257,6 +258,15 @@ class KafkaCluster:
         specs += [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), controller_ips))
                   for i in range(1, c.brokers + 1)]
         fmt = cfg.format_args(c, self.version)
+        env = {"CLUSTER_ID": self.cluster_id, "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt}
+        extra = {}
+        if self.config.image:
+            # Another Kafka image (e.g. apache/kafka:V): run our launch script in it, with the image's own log
+            # config; it has Kafka's jars in /opt/kafka/libs. Network faults need iptables in that image.
+            extra["entrypoint"] = ["bash", "-c", (DOCKER_CONTEXT / "launch").read_text()]
+            env["KAFKA_LOG4J_OPTS"] = ("-Dlog4j2.configurationFile=/opt/kafka/config/log4j2.yaml"
+                                       if cfg.version_tuple(self.version) >= (4, 0, 0)
+                                       else "-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties")
         for role, node_id, props in specs:
             name, ip = self._container_name(role, node_id), self._ip(role, node_id)
             self.client.containers.run(
@@ -264,9 +274,7 @@ class KafkaCluster:
                 labels=self.labels() | {"kafka-chaos.node-id": str(node_id), "kafka-chaos.role": role},
                 cap_add=["NET_ADMIN"], network=self.network_name,
                 networking_config={self.network_name: self.client.api.create_endpoint_config(ipv4_address=ip)},
-                environment={"KAFKA_PROPERTIES": props, "CLUSTER_ID": self.cluster_id,
-                             "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt},
-                mem_limit="2g",
+                environment=env | {"KAFKA_PROPERTIES": props}, mem_limit="2g", **extra,
             )
             self.nodes.append(Node(node_id, role, name, ip, self.client))
 

@@ -66,16 +66,21 @@ def _partition_state(cluster, topic: str, partition: int, settle_s: float = 5.0)
                      f"partitions are {', '.join(str(s.partition) for s in states)}")
 
 
+def _led_partition(cluster, topic: str, partition: int):
+    """The partition's state now; a fault aimed at its leader or followers needs it to have a leader."""
+    s = _partition_state(cluster, topic, partition)
+    if s.leader is None:
+        raise FaultError(f"{topic}/{partition} has no leader now", "heal the cluster first")
+    return s
+
+
 @dataclass(frozen=True)
 class Leader(Target):
     topic: str
     partition: int = 0
 
     def resolve(self, cluster) -> list[int]:
-        s = _partition_state(cluster, self.topic, self.partition)
-        if s.leader is None:
-            raise FaultError(f"{self.topic}/{self.partition} has no leader now", "heal the cluster first")
-        return [s.leader]
+        return [_led_partition(cluster, self.topic, self.partition).leader]
 
     def describe(self) -> dict:
         return {"target": "leader", "topic": self.topic, "partition": self.partition}
@@ -88,9 +93,7 @@ class Followers(Target):
     partition: int = 0
 
     def resolve(self, cluster) -> list[int]:
-        s = _partition_state(cluster, self.topic, self.partition)
-        if s.leader is None:
-            raise FaultError(f"{self.topic}/{self.partition} has no leader now", "heal the cluster first")
+        s = _led_partition(cluster, self.topic, self.partition)
         return [r for r in s.replicas if r != s.leader]
 
     def describe(self) -> dict:

@@ -90,3 +90,24 @@ def test_ctrl_c_during_cluster_up_removes_what_was_created(cluster, tmp_path):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0, out
     assert wait_gone(name, 30), out
+
+
+def test_a_given_image_runs_our_launch_script_in_it(cluster):
+    """--image (e.g. apache/kafka:V, where a registry is reachable) starts nodes through our launch script; here
+    the local broker image stands in for it, since no registry can be reached from this machine."""
+    name = f"img{os.getpid()}"
+    config = fast_cluster_config(name, kafka_version=cluster.version, image=cluster.image, brokers=1,
+                                 min_insync_replicas=1)
+    with KafkaCluster(config) as c:
+        assert c.image == cluster.image
+        c.create_topic("given", partitions=1, replication_factor=1)
+        assert [e for _, _, e in produce(c.bootstrap_servers, "given", ["x"])] == [None]
+        entrypoint = c.node(1).container.attrs["Config"]["Entrypoint"]
+        assert entrypoint[:2] == ["bash", "-c"] and "KAFKA_PROPERTIES" in entrypoint[2]
+    assert wait_gone(name)
+
+
+def test_an_image_that_cannot_be_had_is_a_clear_error(cluster):
+    with pytest.raises(UsageError, match="cannot be pulled"):
+        KafkaCluster(fast_cluster_config(f"nope{os.getpid()}", kafka_version=cluster.version,
+                                         image="kafka-chaos-no-such-image:0")).up()
