@@ -350,10 +350,19 @@ class KafkaCluster:
                      configs: dict[str, str] | None = None, timeout: float = 30) -> None:
         from confluent_kafka.admin import NewTopic
 
-        fut = self.admin().create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
-                                         request_timeout=timeout)[topic]
-        fut.result(timeout=timeout)
-        self.wait_healthy(topic, timeout)
+        def create() -> bool:     # retried: brokers forward to the controller, which may just have failed over
+            fut = self.admin().create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
+                                             request_timeout=10)[topic]
+            try:
+                fut.result(timeout=15)
+            except Exception as e:
+                if "TOPIC_ALREADY_EXISTS" not in str(e) or topic not in self.topics():
+                    raise
+            return True
+
+        wait_until(create, timeout, f"could not create topic {topic}")
+        wait_until(lambda: self.partitions_healthy(topic), timeout,
+                   lambda: f"topic {topic} not ready after {timeout:.0f} s: {self._describe_or_error(topic)}")
 
     def delete_topics(self, topics: list[str] | None = None, timeout: float = 30) -> None:
         topics = topics if topics is not None else self.topics()
@@ -425,11 +434,13 @@ class KafkaCluster:
                 best = (leader, epoch)
         return best[0] if best else None
 
-    def is_healthy(self, topic: str) -> bool:
-        """Every partition has a leader and a full ISR, and every node runs unpaused."""
-        if any(n.state() != "running" for n in self.nodes):
-            return False
+    def partitions_healthy(self, topic: str) -> bool:
+        """Every partition of `topic` has a leader and a full ISR."""
         return all(s.leader is not None and set(s.isr) == set(s.replicas) for s in self.describe(topic))
+
+    def is_healthy(self, topic: str) -> bool:
+        """Every node runs unpaused, and every partition has a leader and a full ISR."""
+        return all(n.state() == "running" for n in self.nodes) and self.partitions_healthy(topic)
 
     def wait_healthy(self, topic: str, timeout: float = 60) -> None:
         wait_until(lambda: self.is_healthy(topic), timeout,

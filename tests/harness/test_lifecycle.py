@@ -111,3 +111,18 @@ def test_an_image_that_cannot_be_had_is_a_clear_error(cluster):
     with pytest.raises(UsageError, match="cannot be pulled"):
         KafkaCluster(fast_cluster_config(f"nope{os.getpid()}", kafka_version=cluster.version,
                                          image="kafka-chaos-no-such-image:0")).up()
+
+
+def test_three_controllers_elect_a_new_active_one_when_it_dies(cluster):
+    from harness.cluster import wait_until
+
+    name = f"q3{os.getpid()}"
+    with KafkaCluster(fast_cluster_config(name, kafka_version=cluster.version, controllers=3)) as c:
+        assert [n.id for n in c.controllers] == [101, 102, 103]
+        active = wait_until(c.active_controller, 30, "no active controller")
+        c.node(active).kill()
+        new = wait_until(lambda: (a := c.active_controller()) not in (None, active) and a, 30,
+                         f"no controller took over from {active}")
+        assert new in (101, 102, 103) and new != active
+        c.create_topic("after-failover", partitions=1, replication_factor=3, timeout=90)   # the quorum serves
+    assert wait_gone(name)
