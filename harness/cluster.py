@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path

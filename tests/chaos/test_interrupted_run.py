@@ -49,12 +49,6 @@ def wait_until_clean(before: set[str], timeout: float = 60) -> set[str]:
     return ours() - before
 
 
-def workers_alive(run_pid: int) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if "multiprocessing" in ln and f"--multiprocessing-fork" in ln
-            and str(run_pid) in ln]
-
-
 def test_ctrl_c_heals_removes_the_cluster_and_keeps_the_history(tmp_path):
     before = ours()
     proc = start_run(tmp_path)

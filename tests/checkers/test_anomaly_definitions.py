@@ -149,5 +149,4 @@ def test_poll_skip_row_names_the_step():
 
 
 def pd_na():
-    import pandas as pd
     return pd.NA
