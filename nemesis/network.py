@@ -170,44 +170,56 @@ def _population(cluster, ids: tuple[int, ...] | None, brokers_only: bool) -> lis
     return [n.id for n in (cluster.brokers if brokers_only else cluster.nodes)]
 
 
-class Split(NetFault):
+class _ShuffledShape(NetFault):
+    """A cut among a seeded shuffle of the nodes (split, bridge): the shape needs MIN_NODES, checked on the
+    explicit targets before anything is touched and on the population at start."""
+    MIN_NODES, SHAPE = 2, "a shape"
+
+    def __init__(self, seed: int, ids: tuple[int, ...] | None, brokers_only: bool, name: str):
+        super().__init__(name)
+        self.seed, self.ids, self.brokers_only = seed, ids, brokers_only
+        if ids is not None and len(ids) < self.MIN_NODES:
+            raise UsageError(f"{self.SHAPE} needs at least {self.MIN_NODES} nodes, got {list(ids)}",
+                             f"pass --target with {self.MIN_NODES} or more nodes")
+
+    def _shuffled_population(self, cluster) -> tuple[list[int], list[int]]:
+        pop = _population(cluster, self.ids, self.brokers_only)
+        if len(pop) < self.MIN_NODES:
+            raise UsageError(f"{self.SHAPE} needs at least {self.MIN_NODES} nodes, got {pop}",
+                             f"use {self.MIN_NODES} or more nodes")
+        return pop, random.Random(self.seed).sample(pop, len(pop))
+
+
+class Split(_ShuffledShape):
     """Majority / minority: the nodes split in two sides, shuffled by `seed`, that cannot reach each other.
 
     The minority is (n - 1) // 2 nodes (at least 1). The client stays on both sides.
     """
 
+    MIN_NODES, SHAPE = 2, "a split"
+
     def __init__(self, seed: int = 0, ids: tuple[int, ...] | None = None, brokers_only: bool = False,
                  name: str = "split"):
-        super().__init__(name)
-        self.seed, self.ids, self.brokers_only = seed, ids, brokers_only
-        if ids is not None and len(ids) < 2:
-            raise UsageError(f"a split needs at least 2 nodes, got {list(ids)}", "pass --target with 2 or more nodes")
+        super().__init__(seed, ids, brokers_only, name)
 
     def _resolve(self, cluster):
-        pop = _population(cluster, self.ids, self.brokers_only)
-        if len(pop) < 2:
-            raise UsageError(f"a split needs at least 2 nodes, got {pop}", "use more nodes")
-        shuffled = random.Random(self.seed).sample(pop, len(pop))
+        pop, shuffled = self._shuffled_population(cluster)
         k = max(1, (len(pop) - 1) // 2)
         minority, majority = sorted(shuffled[:k]), sorted(shuffled[k:])
         return pop, both_ways(minority, majority), {"minority": minority, "majority": majority, "seed": self.seed}
 
 
-class Bridge(NetFault):
+class Bridge(_ShuffledShape):
     """Two halves that cannot reach each other, joined through one bridge node that reaches both (Jepsen's bridge)."""
+
+    MIN_NODES, SHAPE = 3, "a bridge"
 
     def __init__(self, seed: int = 0, ids: tuple[int, ...] | None = None, brokers_only: bool = False,
                  name: str = "bridge"):
-        super().__init__(name)
-        self.seed, self.ids, self.brokers_only = seed, ids, brokers_only
-        if ids is not None and len(ids) < 3:
-            raise UsageError(f"a bridge needs at least 3 nodes, got {list(ids)}", "pass --target with 3 or more nodes")
+        super().__init__(seed, ids, brokers_only, name)
 
     def _resolve(self, cluster):
-        pop = _population(cluster, self.ids, self.brokers_only)
-        if len(pop) < 3:
-            raise UsageError(f"a bridge needs at least 3 nodes, got {pop}", "use 3 or more nodes")
-        shuffled = random.Random(self.seed).sample(pop, len(pop))
+        pop, shuffled = self._shuffled_population(cluster)
         bridge, rest = shuffled[0], shuffled[1:]
         half = len(rest) // 2
         left, right = sorted(rest[:half]), sorted(rest[half:])
