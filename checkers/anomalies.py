@@ -1,9 +1,9 @@
 """The anomaly definitions on Spark, over one run or many at once: run the queries, assemble the instance rows.
 
-The histories never come back to the driver. What does: per-run summaries (a few rows), the candidate values of
-the per-value kinds, the send columns of those candidates and of the unsettled sends, and the (usually empty)
-divergent positions and consumer gaps. Instance rows are then put together in pandas, in the shape of
-checkers.instances, so they compare row for row with the pandas reference.
+The histories never come back to the driver. What does: per-run summaries (a few rows), 100 ms availability
+buckets, the candidate values of the per-value kinds, the send columns of those candidates, and the (usually
+empty) divergent positions, min.insync breaches and consumer gaps. Instance rows are then put together in pandas,
+in the shape of checkers.instances, so they compare row for row with the pandas reference.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from checkers import instances
 from checkers import spark_queries as q
+from checkers.availability import BUCKET_NS, NEVER
 from checkers.findings import Findings
 from checkers.reference import Counts
 
@@ -66,47 +67,74 @@ def _to_pandas(df: DataFrame) -> pd.DataFrame:
     return df.toArrow().to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get)
 
 
-def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path]) -> Findings:
-    """Every anomaly instance of every run in `runs` ({run_id: results dir}) in one Spark session."""
+def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
+                         breach_windows: dict[str, list[tuple[int, int, int]]] | None = None) -> Findings:
+    """Every anomaly instance of every run in `runs` ({run_id: results dir}) in one Spark session.
+
+    breach_windows: per run, (partition, start_ns, end_ns) windows in which the ISR model is certain the ISR was
+    below min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances.
+    """
     run_ids = list(runs)
     sends = _load(spark, runs, "sends.parquet", SEND_COLUMNS)
     reads = _load(spark, runs, "reads.parquet", READ_COLUMNS)
     n_sends, n_reads = _rows(runs, "sends.parquet"), _rows(runs, "reads.parquet")
+    windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in (breach_windows or {}).items()
+               for p, a, b in ws if r in run_ids]
 
     # Independent queries run concurrently: the cores stay busy while one job plans, compiles or waits on a
     # stage with fewer tasks than cores (a window over a few series), which is most of a small run's time.
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         send_summary = pool.submit(_to_pandas, q.sends_summary(sends))
         read_summary = pool.submit(_to_pandas, q.reads_summary(reads))
+        ack_b = pool.submit(_to_pandas, q.ack_buckets(sends, BUCKET_NS))
+        pending_b = pool.submit(_to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER))
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
+        breaches = pool.submit(_to_pandas, q.breaching_sends(
+            sends, q.small_frame(spark, windows, "run int, partition int, start long, end long"))) \
+            if windows else None
         at_position = q.value_positions(sends, reads, _partitions(spark, n_sends + n_reads))
         # at_position is not persisted: a cached plan loses its hash partitioning under AQE, which would cost
         # two more exchanges of every value; the divergent branch recomputes it from the reused exchange.
-        found = _to_pandas(q.candidates(at_position, q.final_reach(reads), q.nonmonotonic_sends(sends)))
+        found = _to_pandas(q.candidates(at_position, q.nonmonotonic_sends(sends)))
         per_value, divergent = found[~found["k_divergent"]], found[found["k_divergent"]]
         divergent = pool.submit(_divergent_rows, spark, reads, divergent)
+        breached = breaches.result() if breaches is not None else pd.DataFrame({"run": [], "op_id": []})
         sent = per_value[per_value["op_id"].notna()]
-        wanted = q.small_frame(spark, [(int(r), int(o)) for r, o in zip(sent["run"], sent["op_id"])],
-                               "run int, op_id long") if len(sent) else None
-        details = _to_pandas(q.send_details(sends, wanted))
-        found = [_per_value_rows(per_value, details[details["wanted"]]), divergent.result(), poll_skips.result()]
+        keys = sorted({(int(r), int(o)) for r, o in zip(sent["run"], sent["op_id"])} |
+                      {(int(r), int(o)) for r, o in zip(breached["run"], breached["op_id"])})
+        details = _to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long"))) \
+            if keys else pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
+        found = [_per_value_rows(per_value, details), _breach_rows(breached, details), divergent.result(),
+                 poll_skips.result()]
         send_summary, read_summary = send_summary.result(), read_summary.result()
+        ack_b, pending_b = ack_b.result(), pending_b.result()
 
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
     found = found.assign(run_id=[run_ids[int(i)] for i in found["run"]]).drop(columns="run")
+    counts, acks, idempotent, final_reads = _summaries(run_ids, send_summary, read_summary)
+    return Findings(instances=found, counts=counts, ack_buckets=_with_run_id(ack_b, run_ids),
+                    pending_buckets=_with_run_id(pending_b, run_ids), final_reads=final_reads, acks=acks,
+                    idempotent=idempotent)
 
-    unsettled = details[details["outcome"].isin(["fail", "info"])]
-    unsettled = unsettled.assign(run_id=[run_ids[int(i)] for i in unsettled["run"]])[
-        ["run_id", "partition", "acks", "t_invoke_ns", "t_complete_ns"]].reset_index(drop=True)
-    counts, acks, idempotent = _summaries(run_ids, send_summary, read_summary)
-    return Findings(instances=found, counts=counts, unsettled=unsettled, acks=acks, idempotent=idempotent)
+
+def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
+    out = frame.assign(run_id=[run_ids[int(i)] for i in frame["run"]]).drop(columns="run")
+    return out.astype({"partition": "int64", "first": "int64", "last": "int64"})
+
+
+def _breach_rows(breached: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
+    if not len(breached):
+        return pd.DataFrame()
+    rows = breached.astype({"run": "int64", "op_id": "int64"}).merge(
+        details.astype({"run": "int64", "op_id": "int64"}), on=["run", "op_id"])
+    return _instance_rows([rows.assign(kind="min_isr_breach")])
 
 
 def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
     """Instance rows of the kinds decided per value: send rows, and duplicate/phantom at the first position."""
     c = candidates.rename(columns={"partition": "first_p", "offset": "first_o"}) \
-        .merge(details.drop(columns=["wanted", "outcome"]), on=["run", "op_id"], how="left")
+        .merge(details.drop(columns=["outcome"]), on=["run", "op_id"], how="left")
     rows = []
     for kind in PER_VALUE_KINDS:
         sel = c[c[f"k_{kind}"]]
@@ -117,6 +145,9 @@ def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataF
         rows.append(sel[["run", "value", *SEND_FIELDS]]
                     .assign(kind=kind, partition=sel["first_p"], offset=sel["first_o"], multiplicity=sel["n"],
                             t_read_ns=sel["t_read"]))
+    sel = c[c["k_lost_after_read"]]        # at the live read's position in the partition the drain lacks it
+    rows.append(sel[["run", "value", *SEND_FIELDS]]
+                .assign(kind="lost_after_read", partition=sel["lar_p"], offset=sel["lar_o"], t_read_ns=sel["t_read"]))
     return _instance_rows(rows)
 
 
@@ -163,7 +194,7 @@ def _instance_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _summaries(run_ids: list[str], send_summary: pd.DataFrame, read_summary: pd.DataFrame):
-    counts, acks, idempotent = {}, {}, {}
+    counts, acks, idempotent, final_reads = {}, {}, {}, {}
     for i, run_id in enumerate(run_ids):
         s = send_summary[send_summary["run"] == i]
         r = read_summary[read_summary["run"] == i]
@@ -174,4 +205,6 @@ def _summaries(run_ids: list[str], send_summary: pd.DataFrame, read_summary: pd.
                                 final_reads=int(r.loc[r["phase"] == "final", "count"].sum()))
         acks[run_id] = tuple(sorted(s["acks"].unique()))
         idempotent[run_id] = tuple(sorted(bool(x) for x in s["idempotent"].unique()))
-    return counts, acks, idempotent
+        fin = r[r["phase"] == "final"]
+        final_reads[run_id] = {int(p): int(n) for p, n in zip(fin["partition"], fin["count"])}
+    return counts, acks, idempotent, final_reads

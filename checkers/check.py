@@ -1,7 +1,8 @@
 """`kafka-chaos check`: check one results directory, or many in one Spark job, and write their verdicts.
 
 Exit codes: 0 every checked run is valid, 1 a violation was found, 2 unusable input (a run whose files break
-the history format; the message names the file and the column).
+the history format; the message names the file and the column), 3 a run that cannot be judged (its final drain
+did not complete, or it was interrupted): it gets no verdict, never a pass.
 """
 from __future__ import annotations
 
@@ -15,17 +16,34 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers import reference
+from checkers import availability, reference
+from checkers.completeness import completeness
 from checkers.history_io import HistoryError, RunMeta, load_meta, read_table, validate_run
 from checkers.isr_model import ModelConfig, ModelResult, run_model
-from checkers.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from checkers.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 from checkers.verdict import anomalies_table, build_verdict, judge
 from harness.errors import HarnessError, UsageError
 
 log = logging.getLogger(__name__)
 
-EXIT_VALID, EXIT_VIOLATION, EXIT_UNUSABLE = 0, 1, 2
+EXIT_VALID, EXIT_VIOLATION, EXIT_UNUSABLE, EXIT_INCOMPLETE = 0, 1, 2, 3
 VERDICTS_TABLE = "verdicts.parquet"
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How strict the judgement is where Kafka itself promises nothing."""
+
+    stall_threshold_s: float = availability.DEFAULT_THRESHOLD_S   # shorter gaps between acks are no stall
+    max_stall_s: float | None = None                             # a longer stall is a violation (default: none is)
+
+    def __post_init__(self):
+        if self.stall_threshold_s < 2 * availability.BUCKET_NS / 1e9:
+            raise UsageError(f"--stall-threshold {self.stall_threshold_s:g} s is below the 0.2 s the availability "
+                             "measure resolves", "give 0.2 s or more (default 2)")
+        if self.max_stall_s is not None and self.max_stall_s < self.stall_threshold_s:
+            raise UsageError(f"--max-stall {self.max_stall_s:g} s is below the stall threshold "
+                             f"{self.stall_threshold_s:g} s", "give a --max-stall at least the threshold")
 
 
 @dataclass
@@ -35,7 +53,7 @@ class RunOutcome:
     run_id: str
     path: Path
     status: str                 # checked | kept (verdict existed, no --force) | unusable
-    valid: bool | None = None
+    valid: bool | None = None   # None: no verdict (the run could not be judged)
     verdict: dict | None = None
     error: str | None = None
 
@@ -43,6 +61,8 @@ class RunOutcome:
     def exit_code(self) -> int:
         if self.status == "unusable":
             return EXIT_UNUSABLE
+        if self.valid is None:
+            return EXIT_INCOMPLETE
         return EXIT_VALID if self.valid else EXIT_VIOLATION
 
 
@@ -64,11 +84,16 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return runs
 
 
-def _model_for(run_dir: Path, present: dict, meta: RunMeta, acks=(), idempotent=()) -> ModelResult:
+def _model_for(present: dict, meta: RunMeta) -> tuple[ModelResult, "pd.DataFrame"]:
     faults = read_table(present.get("history/faults.parquet"), FAULTS_SCHEMA)
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
-    cfg = ModelConfig.from_meta(meta, acks=tuple(acks), idempotent=tuple(idempotent))
-    return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns)
+    cfg = ModelConfig.from_meta(meta)
+    return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns), samples
+
+
+def _breach_windows(model: ModelResult) -> list[tuple[int, int, int]]:
+    """(partition, start, end) in which the model is certain the ISR was below min.insync.replicas."""
+    return [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
 
 
 def _write(run_dir: Path, verdict: dict, judged: pd.DataFrame) -> None:
@@ -90,7 +115,7 @@ def _json_default(x):
 
 
 def check(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
-          table: bool = True) -> list[RunOutcome]:
+          table: bool = True, settings: CheckSettings = CheckSettings()) -> list[RunOutcome]:
     """Check every run under `paths` and write verdict.json and anomalies.parquet into each."""
     outcomes: list[RunOutcome] = []
     ready: dict[str, tuple[Path, RunMeta, dict]] = {}
@@ -100,7 +125,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             if (run_dir / "verdict.json").exists() and not force:
                 kept = json.loads((run_dir / "verdict.json").read_text())
                 print(f"{run_dir}: verdict.json exists, kept it (pass --force to check again)")
-                outcomes.append(RunOutcome(meta.run_id, run_dir, "kept", bool(kept.get("valid")), kept))
+                outcomes.append(RunOutcome(meta.run_id, run_dir, "kept", kept.get("valid"), kept))
                 continue
             present = validate_run(run_dir)
         except HistoryError as e:
@@ -114,13 +139,17 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         ready[meta.run_id] = (run_dir, meta, present)
 
     if ready:
-        findings = _find(ready, engine, spark_master)
+        # The model first: it needs only meta, faults and cluster samples, and its certain under-min-ISR windows
+        # are an input of the anomaly pass (min_isr_breach).
+        models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
+        windows = {run_id: _breach_windows(m) for run_id, (m, _) in models.items()}
+        findings = _find(ready, engine, spark_master, windows)
         for run_id, (run_dir, meta, present) in ready.items():
-            inst, counts, unsettled = findings.for_run(run_id)
-            model = _model_for(run_dir, present, meta, findings.acks.get(run_id, ()),
-                               findings.idempotent.get(run_id, ()))
-            judged = judge(inst, meta, model)
-            verdict = build_verdict(meta, judged, counts, unsettled, model)
+            model, samples = models[run_id]
+            # the predictions speak of the acks and idempotence the sends actually used
+            model.config = ModelConfig.from_meta(meta, findings.acks.get(run_id, ()),
+                                                 findings.idempotent.get(run_id, ()))
+            verdict, judged = judge_run(meta, model, samples, findings.for_run(run_id), settings)
             _write(run_dir, verdict, judged)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
     if table and len(outcomes) > 1:
@@ -128,32 +157,56 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
     return outcomes
 
 
-def _find(ready: dict, engine: str, spark_master: str | None):
+def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, settings: CheckSettings):
+    """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings)."""
+    complete = completeness(meta, found.final_reads, found.acked_partitions)
+    acks = set(model.config.acks)
+    predicted = [(w.start_ns, w.end_ns, w.partition) for w in model.unavailable if acks & set(w.acks)]
+    stalls = availability.stalls(found.ack_buckets, found.pending_buckets, predicted, settings.stall_threshold_s,
+                                 meta.end_ns)
+    span = meta.end_ns - meta.start_ns if meta.start_ns and meta.end_ns else None
+    available = availability.summary(stalls, meta.partitions, span, settings.stall_threshold_s,
+                                     settings.max_stall_s)
+    from checkers import observed      # the model's self-check against what the cluster visibly did
+
+    disagreements = observed.model_disagreements(model, samples)
+    losses = observed.unpredicted_losses(disagreements)
+    judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s)
+    verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
+    return verdict, judged
+
+
+def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from checkers.anomalies import find_anomalies_spark
         from checkers.spark import get_spark
-        return find_anomalies_spark(get_spark(spark_master), runs)
+        return find_anomalies_spark(get_spark(spark_master), runs, windows)
     if engine == "pandas":
-        return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()})
+        return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()}, windows)
     raise UsageError(f"unknown engine {engine!r}", "use spark or pandas")
 
 
-def reference_findings(runs: dict[str, Path], present: dict[str, dict]):
+def reference_findings(runs: dict[str, Path], present: dict[str, dict], windows: dict | None = None):
     """The same Findings as the Spark pass, computed one run at a time with the pandas reference."""
     from checkers.findings import Findings
-    frames, counts, unsettled, acks, idem = [], {}, [], {}, {}
+    frames, counts, acks_b, pending_b, finals, acks, idem = [], {}, [], [], {}, {}, {}
     for run_id in runs:
         sends = read_table(present[run_id]["history/sends.parquet"], SENDS_SCHEMA)
         reads = read_table(present[run_id]["history/reads.parquet"], READS_SCHEMA)
-        frames.append(reference.find_anomalies(sends, reads).assign(run_id=run_id))
+        frames.append(reference.find_anomalies(sends, reads, (windows or {}).get(run_id, ())).assign(run_id=run_id))
         counts[run_id] = reference.count(sends, reads)
-        bad = sends[sends["outcome"].isin(["fail", "info"])]
-        unsettled.append(bad[["partition", "acks", "t_invoke_ns", "t_complete_ns"]].assign(run_id=run_id))
+        a, p = availability.reference_buckets(sends)
+        acks_b.append(a.assign(run_id=run_id))
+        pending_b.append(p.assign(run_id=run_id))
+        fin = reads[reads["phase"] == "final"]["partition"].value_counts()
+        finals[run_id] = {int(k): int(v) for k, v in fin.items()}
         acks[run_id] = tuple(sorted(sends["acks"].unique()))
         idem[run_id] = tuple(sorted(bool(x) for x in sends["idempotent"].unique()))
     return Findings(instances=pd.concat(frames, ignore_index=True), counts=counts,
-                    unsettled=pd.concat(unsettled, ignore_index=True), acks=acks, idempotent=idem)
+                    ack_buckets=pd.concat(acks_b, ignore_index=True),
+                    pending_buckets=pd.concat(pending_b, ignore_index=True), final_reads=finals, acks=acks,
+                    idempotent=idem)
 
 
 def _table_dir(paths: list) -> Path:
@@ -169,10 +222,9 @@ def _write_table(outcomes: list[RunOutcome], paths: list) -> Path:
     for o in outcomes:
         v = o.verdict or {}
         rows.append({"run_id": o.run_id, "path": str(o.path), "status": o.status, "valid": o.valid,
-                     "violations": json.dumps(v.get("violations", {})),
-                     **{f"n_{k}": (v.get("anomalies") or {}).get(k) for k in
-                        ("lost", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
-                         "nonmonotonic_send", "poll_skip", "recovered")},
+                     "verdict": v.get("status"), "violations": json.dumps(v.get("violations", {})),
+                     **{f"n_{k}": (v.get("anomalies") or {}).get(k) for k in ANOMALY_KINDS},
+                     "disagreements": len(v.get("model_disagreements") or []),
                      "sends": (v.get("counts") or {}).get("sends"), "unavailable": v.get("unavailable"),
                      "predicted_lost": (v.get("predicted") or {}).get("lost"), "error": o.error})
     frame = pd.DataFrame(rows)
@@ -189,23 +241,40 @@ def print_outcomes(outcomes: list[RunOutcome]) -> None:
             print(f"{o.run_id:<{width}}  UNUSABLE   {o.error}")
             continue
         v = o.verdict or {}
-        label = "valid" if o.valid else "INVALID"
+        label = "NO VERDICT" if o.valid is None else "valid" if o.valid else "INVALID"
         viol = ", ".join(f"{k}={n}" for k, n in (v.get("violations") or {}).items()) or "-"
         note = " (kept)" if o.status == "kept" else ""
-        print(f"{o.run_id:<{width}}  {label:<9}  violations: {viol}  sends: "
-              f"{(v.get('counts') or {}).get('sends')}  unavailable: {v.get('unavailable', 0):.4f}{note}")
+        a = v.get("anomalies") or {}
+        avail = v.get("availability") or {}
+        print(f"{o.run_id:<{width}}  {label:<10}  violations: {viol}  lost: {a.get('lost', 0)}  "
+              f"lost_after_read: {a.get('lost_after_read', 0)}  sends: {(v.get('counts') or {}).get('sends')}  "
+              f"longest stall: {avail.get('longest_s', 0):.1f} s  "
+              f"model disagreements: {len(v.get('model_disagreements') or [])}{note}")
+        if o.valid is None:
+            inc = v.get("incomplete") or {}
+            for why in inc.get("run") or []:
+                print(f"{'':<{width}}  incomplete: {why}")
+            for p, why in (inc.get("partitions") or {}).items():
+                print(f"{'':<{width}}  incomplete: partition {p}: {why}")
 
 
 def exit_code(outcomes: list[RunOutcome]) -> int:
-    return max((o.exit_code for o in outcomes), default=EXIT_VALID)
+    """2 if a run was unusable, else 1 if any run broke a rule, else 3 if any could not be judged, else 0."""
+    codes = {o.exit_code for o in outcomes}
+    for code in (EXIT_UNUSABLE, EXIT_VIOLATION, EXIT_INCOMPLETE):
+        if code in codes:
+            return code
+    return EXIT_VALID
 
 
-def check_run(path, force: bool = False, spark_master: str | None = None, engine: str = "spark") -> int:
+def check_run(path, force: bool = False, spark_master: str | None = None, engine: str = "spark",
+              settings: CheckSettings = CheckSettings()) -> int:
     """Check one results directory (as at the end of every run); return the exit code.
 
     An unusable run raises HistoryError (exit 2, naming the file and column) so the caller sees why.
     """
-    outcomes = check([Path(path)], force=force, spark_master=spark_master, engine=engine, table=False)
+    outcomes = check([Path(path)], force=force, spark_master=spark_master, engine=engine, table=False,
+                     settings=settings)
     for o in outcomes:
         if o.status == "unusable":
             raise HistoryError(o.error)
@@ -213,12 +282,13 @@ def check_run(path, force: bool = False, spark_master: str | None = None, engine
     return exit_code(outcomes)
 
 
-def check_many(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark") -> int:
-    outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine)
+def check_many(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
+               settings: CheckSettings = CheckSettings()) -> int:
+    outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine, settings=settings)
     print_outcomes(outcomes)
     if len(outcomes) == 1 and outcomes[0].status == "unusable":
         raise HistoryError(outcomes[0].error)
     return exit_code(outcomes)
 
 
-__all__ = ["check", "check_run", "check_many", "find_runs", "RunOutcome", "HarnessError"]
+__all__ = ["check", "check_run", "check_many", "find_runs", "CheckSettings", "RunOutcome", "HarnessError"]

@@ -12,7 +12,8 @@ def register_check(subparsers) -> None:
     p = subparsers.add_parser(
         "check", help="find anomalies in results directories and judge them with the ISR model",
         description="Read RESULTS_DIR (or every run under a results root) with PySpark and write verdict.json "
-                    "and anomalies.parquet into each. Exit 0: valid; 1: a violation; 2: unusable input.")
+                    "and anomalies.parquet into each. Exit 0: valid; 1: a violation; 2: unusable input; "
+                    "3: no verdict (the final drain did not complete, or the run was interrupted).")
     p.add_argument("paths", nargs="+", metavar="RESULTS_DIR", type=str,
                    help="results directories, or a results root holding them")
     p.add_argument("--force", action="store_true", help="overwrite an existing verdict.json")
@@ -20,9 +21,25 @@ def register_check(subparsers) -> None:
                    help="Spark master (default: KAFKA_CHAOS_SPARK_MASTER, else local[*])")
     p.add_argument("--engine", choices=("spark", "pandas"), default="spark",
                    help="pandas: the single-process reference implementation (small runs, cross-checks)")
+    add_judgement_options(p)
     p.set_defaults(func=_run_check)
+
+
+def add_judgement_options(p: argparse.ArgumentParser) -> None:
+    """Options of `check` and `run` that set how strict the judgement is where Kafka promises nothing."""
+    p.add_argument("--stall-threshold", type=float, default=2.0, metavar="S",
+                   help="a partition with writes pending and none acked for longer than S seconds is stalled "
+                        "(default 2)")
+    p.add_argument("--max-stall", type=float, default=None, metavar="S",
+                   help="judge a stall longer than S seconds a violation (default: stalls are reported only)")
+
+
+def settings_from(args: argparse.Namespace):
+    from checkers.check import CheckSettings
+    return CheckSettings(stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall)
 
 
 def _run_check(args: argparse.Namespace) -> int:
     from checkers.check import check_many
-    return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine)
+    return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
+                      settings=settings_from(args))

@@ -1,4 +1,5 @@
-"""What an anomaly pass (Spark or the pandas reference) hands to the judge: instances, counts, unsettled sends.
+"""What an anomaly pass (Spark or the pandas reference) hands to the judge: instances, counts, the availability
+buckets and which partitions the final drain read.
 
 Kept free of Spark imports, so the pandas engine never loads PySpark.
 """
@@ -18,12 +19,30 @@ class Findings:
 
     instances: pd.DataFrame        # instance columns + run_id
     counts: dict[str, Counts]
-    unsettled: pd.DataFrame        # sends that failed or timed out: run_id, partition, acks, t_invoke_ns, t_complete_ns
+    ack_buckets: pd.DataFrame      # run_id, partition, first, last (checkers.availability)
+    pending_buckets: pd.DataFrame  # run_id, partition, first, last
+    final_reads: dict[str, dict[int, int]] = field(default_factory=dict)   # run -> partition -> final reads
     acks: dict[str, tuple] = field(default_factory=dict)          # acks values in use per run
     idempotent: dict[str, tuple] = field(default_factory=dict)    # idempotence flags in use per run
 
-    def for_run(self, run_id: str) -> tuple[pd.DataFrame, Counts, pd.DataFrame]:
+    def for_run(self, run_id: str) -> "RunFindings":
+        def mine(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["run_id"] == run_id].drop(columns="run_id").reset_index(drop=True)
         inst = self.instances[self.instances["run_id"] == run_id].drop(columns="run_id")
-        uns = self.unsettled[self.unsettled["run_id"] == run_id].drop(columns="run_id")
-        zero = Counts(0, 0, 0, 0, 0, 0)
-        return instances.normalise(inst), self.counts.get(run_id, zero), uns.reset_index(drop=True)
+        return RunFindings(instances.normalise(inst), self.counts.get(run_id, Counts(0, 0, 0, 0, 0, 0)),
+                           mine(self.ack_buckets), mine(self.pending_buckets), self.final_reads.get(run_id, {}))
+
+
+@dataclass
+class RunFindings:
+    """One run's share of Findings."""
+
+    instances: pd.DataFrame
+    counts: Counts
+    ack_buckets: pd.DataFrame
+    pending_buckets: pd.DataFrame
+    final_reads: dict[int, int]
+
+    @property
+    def acked_partitions(self) -> set[int]:
+        return {int(p) for p in self.ack_buckets["partition"].unique()}

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from checkers.schema import HISTORY_FILES, META_REQUIRED
 from harness.errors import HarnessError
 
-NEWEST_KNOWN_KAFKA = "4.3.1"
+NEWEST_KNOWN_KAFKA = "4.4.0"
 
 
 class HistoryError(HarnessError):
@@ -56,6 +56,8 @@ class RunMeta:
     end_ns: int | None = None
     brokers: tuple[int, ...] = ()        # empty: 1..replication_factor
     controllers: tuple[int, ...] = ()    # empty: combined mode, the brokers vote
+    drain: dict | None = None            # the final drain's record; None: not recorded (an old or cut-short run)
+    interrupted: str | None = None       # why the run was cut short, if it was
 
     def broker_ms(self, name: str, default: int) -> int:
         return int(self.broker_settings.get(name, default))
@@ -105,7 +107,17 @@ def load_meta(run_dir: Path) -> RunMeta:
         elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= (4, 1),
         consumer_mode=mode, producers=tuple(raw.get("producers") or ()), broker_settings=settings,
         scenario=raw.get("scenario"), seed=raw.get("seed"), command=raw.get("command"),
-        start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers)
+        start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers,
+        drain=_drain(raw, path), interrupted=raw.get("interrupted") or None)
+
+
+def _drain(raw: dict, path: Path) -> dict | None:
+    drain = raw.get("drain")
+    if drain is None:
+        return None
+    if not isinstance(drain, dict) or not isinstance(drain.get("incomplete", []), list):
+        raise HistoryError(f"{path}: key 'drain' must be an object with an 'incomplete' list, got {drain!r}")
+    return drain
 
 
 def _node_ids(raw: dict, key: str, path: Path) -> tuple[int, ...]:

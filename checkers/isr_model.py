@@ -30,7 +30,8 @@ METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their 
 # until it has fetched the metadata log's new records: a deposed leader stays a zombie that long, and requests
 # the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
 METADATA_CATCHUP_NS = 5_000_000_000
-DIRTY_EXPIRE_NS = 30_000_000_000        # vm.dirty_expire_centisecs: page cache older than this is on disk
+DIRTY_EXPIRE_NS = 30_000_000_000
+IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried        # vm.dirty_expire_centisecs: page cache older than this is on disk
 ACKED = ("1", "all")
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
 CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
@@ -203,6 +204,72 @@ class ModelResult:
         valid = hws[: max(i, 0) + 1]
         valid = valid[valid >= 0]
         return int(valid.min()) if i >= 0 and len(valid) else None
+
+    # -- what the judge asks (checkers.verdict) ----------------------------------------------------------------
+    def _loss_events(self, partition) -> list[tuple[int, str]]:
+        """(time, description) of the predicted events that can remove committed records on `partition`: unclean
+        elections (PartitionChangeBuilder's unclean path elects a replica outside the ISR, which truncates others
+        to its log) and power losses (the unflushed tail of every replica is gone)."""
+        out = []
+        for e in self.events:
+            if e.get("partition") != partition:
+                continue
+            if e.get("event") == "leader" and e.get("how") == "uncleanly":
+                out.append((int(e["t_ns"]), f"the predicted unclean election of broker {e.get('leader')} "
+                                            f"(epoch {e.get('epoch')})"))
+            elif str(e.get("event", "")).startswith("power loss"):
+                out.append((int(e["t_ns"]), f"the predicted power loss of broker {e.get('node')}"))
+        return out
+
+    def committed_loss_cause(self, partition, t_read_ns, t_ack_ns=None, t_invoke_ns=None) -> str | None:
+        """Why a committed record (read by a consumer at t_read_ns, appended no later than that) may be gone: a
+        risk window of an unclean election or a power loss on its partition that covers its append time, i.e.
+        the elected replica lacked the segment it was in. None: Kafka's rules keep it."""
+        t_hi = min(t for t in (t_read_ns, t_ack_ns) if t is not None)
+        t_lo = t_invoke_ns if t_invoke_ns is not None else t_hi - REPLICATION_SLACK_NS
+        for w in self.risk:
+            if w.partition == partition and ("unclean" in w.reason or "power loss" in w.reason) \
+                    and w.start_ns <= t_hi and t_lo <= w.end_ns:
+                return w.reason
+        return None
+
+    def idempotence_voided(self, partition, t_ns) -> str | None:
+        """An unclean election or power loss on the partition after the write was invoked (less a delivery timeout,
+        within which it may still have been retried) wipes the producer state the leader dedups against."""
+        for te, what in self._loss_events(partition):
+            if te >= t_ns - IDEMPOTENCE_HORIZON_NS:
+                return what
+        return None
+
+    def rewrite_cause(self, partition, offset, t_read_ns) -> str | None:
+        """A read (committed) position can hold another value later only after an unclean election or a power loss
+        on its partition following the first read (less the model's timing slack)."""
+        for te, what in self._loss_events(partition):
+            if t_read_ns is None or te >= t_read_ns - REPLICATION_SLACK_NS:
+                return what
+        return None
+
+    def min_isr_windows(self) -> list[tuple[int, int, int]]:
+        """(partition, start, end) in which the model is certain the ISR was below min.insync.replicas, so that
+        Partition.appendRecordsToLeader rejects acks=all with NOT_ENOUGH_REPLICAS (and with ELR, KIP-966, the
+        high watermark cannot advance). Kafka shrinks the ISR between 1x and 1.5x replica.lag.time.max.ms after a
+        follower stops (ReplicaManager's isr-expiration task runs every lag/2): the certain part begins half a lag
+        time after the model's shrink, and ends a slack before the model's expansion."""
+        out = []
+        need = self.config.effective_min_isr
+        late = self.config.replica_lag_time_max_ms * 1_000_000 // 2 + REPLICATION_SLACK_NS
+        current: dict[int, int] = {}
+        for e in sorted((e for e in self.events if e.get("event") == "isr"), key=lambda e: e["t_ns"]):
+            p, t, size = int(e["partition"]), int(e["t_ns"]), len(e.get("isr") or ())
+            if size < need and p not in current:
+                current[p] = t + late
+            elif size >= need and p in current:
+                start = current.pop(p)
+                if t - REPLICATION_SLACK_NS > start:
+                    out.append((p, start, t - REPLICATION_SLACK_NS))
+        for p, start in current.items():
+            out.append((p, start, 2 ** 62))
+        return sorted(out)
 
     def unwritable(self, partition, t0, t1, acks) -> bool:
         for w in self.unavailable:

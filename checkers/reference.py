@@ -40,8 +40,12 @@ def _int(series: pd.Series, fill: int = -1) -> np.ndarray:
     return series.fillna(fill).to_numpy(dtype=np.int64)
 
 
-def find_anomalies(sends: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
-    """Every anomaly instance of the history (the instance table of checkers.instances)."""
+def find_anomalies(sends: pd.DataFrame, reads: pd.DataFrame,
+                   breach_windows: list[tuple[int, int, int]] = ()) -> pd.DataFrame:
+    """Every anomaly instance of the history (the instance table of checkers.instances).
+
+    breach_windows: (partition, start_ns, end_ns) in which the ISR model is certain the ISR was below
+    min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances."""
     sends = sends.drop_duplicates("value", keep="first").reset_index(drop=True)
     codes, uniques = pd.factorize(pd.concat([sends["value"], reads["value"]], ignore_index=True), sort=False)
     n_values = len(uniques)
@@ -65,13 +69,31 @@ def find_anomalies(sends: pd.DataFrame, reads: pd.DataFrame) -> pd.DataFrame:
 
     found = []
 
-    # lost
-    final = reads["phase"].to_numpy(dtype=object) == "final"
-    final_max = pd.Series(r_off[final]).groupby(r_part[final]).max()
-    reach = pd.Series(s_part).map(final_max).to_numpy(dtype=float)   # NaN: the drain never read that partition
-    drained = np.where(s_off >= 0, reach >= s_off, ~np.isnan(reach)) & (s_part >= 0)
-    lost = is_ok & sends["acks"].isin(ACKED).to_numpy() & ~s_read & drained
+    # lost: acked, absent from the final drain of its partition (read live or not); lost_after_read: read live in
+    # a partition whose final drain lacks it. Completeness of the drain is judged later, per partition.
+    phase = reads["phase"].to_numpy(dtype=object)
+    width = int(max(s_part.max(initial=0), r_part.max(initial=0))) + 2
+    fin_keys = np.unique(r_code[phase == "final"].astype(np.int64) * width + r_part[phase == "final"])
+    s_fin = np.isin(s_code.astype(np.int64) * width + s_part, fin_keys)
+    lost = is_ok & sends["acks"].isin(ACKED).to_numpy() & (s_part >= 0) & ~s_fin
     found.append(_send_rows(sends, lost, "lost"))
+    live = phase == "live"
+    lr = pd.DataFrame({"code": r_code[live], "partition": r_part[live], "offset": r_off[live]})
+    lr = lr[~np.isin(lr["code"].to_numpy(dtype=np.int64) * width + lr["partition"].to_numpy(), fin_keys)]
+    lr = lr.sort_values(["code", "partition", "offset"]).drop_duplicates("code")
+    lar = pd.DataFrame({"kind": "lost_after_read", "partition": lr["partition"].to_numpy(),
+                        "offset": lr["offset"].to_numpy(), "value": uniques[lr["code"].to_numpy()]})
+    found.append(lar.merge(_send_columns(sends).drop(columns=["partition", "offset"]), on="value", how="left"))
+
+    # min_isr_breach: acks=all writes acked while the model is certain the ISR was below min.insync.replicas
+    if len(breach_windows):
+        t_inv = sends["t_invoke_ns"].to_numpy(dtype=np.int64)
+        t_done = _int(sends["t_complete_ns"], np.iinfo(np.int64).max)
+        all_ok = is_ok & (sends["acks"].to_numpy(dtype=object) == "all")
+        breach = np.zeros(len(sends), dtype=bool)
+        for p, a, b in breach_windows:
+            breach |= all_ok & (s_part == p) & (t_inv >= a) & (t_done <= b)
+        found.append(_send_rows(sends, breach, "min_isr_breach"))
 
     # duplicate (per value read at >= 2 positions) and phantom (per read value that no send carries)
     first_pos = pos.sort_values(["code", "partition", "offset"]).drop_duplicates("code").set_index("code")

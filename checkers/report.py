@@ -54,7 +54,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
     if series:
         embedded.append(EmbeddedFigure("fig-partitions", figure_json(figures.partition_figure(
             series, windows, markers, end_s, run.meta.get("min_insync_replicas"),
-            run.meta.get("replication_factor")))))
+            run.meta.get("replication_factor"), data.availability_bands(run)))))
     if lost_rows:
         embedded.append(EmbeddedFigure("fig-lost", figure_json(figures.lost_per_partition_figure(lost_rows))))
 

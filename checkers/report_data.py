@@ -356,3 +356,15 @@ def offset_ranges(offsets: list[int], limit: int) -> tuple[list[str], int]:
             start = o
         prev = o
     return runs[:limit], max(0, len(runs) - limit)
+
+
+def availability_bands(run: RunData) -> list[tuple[int, float, float, str]]:
+    """(partition, start s, end s, "predicted" | "observed"): the model's unavailable windows and the stalls the
+    clients saw, in seconds since the run's start, for shading beside each other."""
+    verdict = run.verdict or {}
+    out = []
+    for w in (verdict.get("predicted") or {}).get("unavailable_windows") or []:
+        out.append((int(w[2]), (int(w[0]) - run.start_ns) / 1e9, (int(w[1]) - run.start_ns) / 1e9, "predicted"))
+    for s in (verdict.get("availability") or {}).get("stalls") or []:
+        out.append((int(s[2]), (int(s[0]) - run.start_ns) / 1e9, (int(s[1]) - run.start_ns) / 1e9, "observed"))
+    return out

@@ -110,9 +110,15 @@ def timeline_figure(tl: Timeline, windows: list[FaultWindow], markers: pd.DataFr
     return fig
 
 
+AVAILABILITY_BANDS = {"predicted": ((0.0, 0.12), "rgba(117,117,117,0.45)", "predicted unavailable (model)"),
+                      "observed": ((0.12, 0.24), "rgba(230,81,0,0.7)", "observed stall (writes pending, none acked)")}
+
+
 def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], markers: pd.DataFrame,
-                     end_s: float, min_isr: int | None, replication_factor: int | None) -> go.Figure:
-    """Two rows per partition: its leader, and its ISR size (with min.insync.replicas and lost writes)."""
+                     end_s: float, min_isr: int | None, replication_factor: int | None,
+                     bands: list[tuple[int, float, float, str]] = ()) -> go.Figure:
+    """Two rows per partition: its leader, and its ISR size (with min.insync.replicas and lost writes). Along the
+    bottom of each leader row, the model's predicted unavailable windows and the stalls the clients saw."""
     rows = 2 * len(series)
     titles = [t for s in series for t in (f"partition {s.partition}: leader", f"partition {s.partition}: ISR size")]
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.12 / max(rows, 1) + 0.02,
@@ -155,11 +161,21 @@ def partition_figure(series: list[PartitionSeries], windows: list[FaultWindow], 
                                      hovertemplate="lost offset %{customdata}<extra></extra>"),
                           row=isr_row, col=1)
             lost_in_legend = True
+        axis = "" if leader_row == 1 else str(leader_row)
+        for p, t0, t1, kind in bands:
+            if p == s.partition:
+                (y0, y1), colour, _ = AVAILABILITY_BANDS[kind]
+                lines.append(dict(type="rect", xref=f"x{axis}", x0=t0, x1=t1, yref=f"y{axis} domain", y0=y0, y1=y1,
+                                  fillcolor=colour, line=dict(width=0), layer="above"))
         axes[f"yaxis{'' if leader_row == 1 else leader_row}"] = dict(
             tickvals=[-1] + brokers, ticktext=["none"] + [str(b) for b in brokers],
             range=[-1.5, max(brokers + [1]) + 0.5])
         axes[f"yaxis{isr_row}"] = dict(range=[0, (replication_factor or 3) + 0.8], dtick=1)
     fault_legend(fig, windows)
+    for kind in dict.fromkeys(k for _, _, _, k in bands):
+        _, colour, name = AVAILABILITY_BANDS[kind]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                                 marker=dict(symbol="square", size=12, color=colour)), row=1, col=1)
     shapes, labels = fault_shapes(windows)
     fig.update_layout(**axes)
     add_decorations(fig, shapes + lines, labels + line_labels)

@@ -36,6 +36,16 @@ def verdict_banner(run: RunData) -> Banner:
                       ["No verdict.json: this report shows the history only, with no judgement of it.",
                        f"Run `kafka-chaos check {run.path}` and then `kafka-chaos report {run.path}`."])
     violations = verdict.get("violations") or {}
+    if verdict.get("valid") is None and verdict.get("status") == "incomplete":
+        inc = verdict.get("incomplete") or {}
+        details = list(inc.get("run") or [])
+        details += [f"Partition {p}: {why}" for p, why in (inc.get("partitions") or {}).items()]
+        if violations:
+            details.append("Found in the partitions that completed: "
+                           + ", ".join(f"{n} {k}" for k, n in violations.items()))
+        return Banner("incomplete", "No verdict: the run could not be judged", details +
+                      ["Lost writes are counted only where the final drain read a partition whole from a healthy "
+                       "cluster. Run the scenario again."])
     if verdict.get("valid") and not violations:
         found = {k: v for k, v in (verdict.get("anomalies") or {}).items() if v}
         detail = ("Anomalies the model allows for these settings: "
@@ -128,7 +138,8 @@ def prediction_rows(run: RunData) -> list[PredictionRow]:
                         f"{int(observed.get('lost_at_risk', 0)):,} at risk)")
     windows = predicted.get("unavailable_windows") or []
     window_s = sum(max(0, int(w[1]) - int(w[0])) for w in windows) / 1e9
-    unavailable = float(observed.get("unavailable", verdict.get("unavailable", 0.0)) or 0.0)
+    avail = verdict.get("availability") or {}
+    lar = int(observed.get("lost_after_read", (verdict.get("anomalies") or {}).get("lost_after_read", 0)) or 0)
     rows = [
         PredictionRow("Acked writes lost", str(predicted.get("lost", "?")), lost_detail,
                       _status("lost", lost, predicted.get("lost"), violations)),
@@ -139,10 +150,21 @@ def prediction_rows(run: RunData) -> list[PredictionRow]:
                       f"{int(observed.get('nonmonotonic_send', 0)):,}",
                       _status("nonmonotonic_send", int(observed.get("nonmonotonic_send", 0)),
                               predicted.get("reordering"), violations)),
+        PredictionRow("Committed records lost (read, then gone)",
+                      "only with a predicted unclean election or power loss", f"{lar:,}",
+                      _status("lost_after_read", lar, "possible", violations)),
         PredictionRow("Unavailability",
                       f"{len(windows)} window{'s' * (len(windows) != 1)}, {window_s:.1f} s" if windows else "none",
-                      f"{100 * unavailable:.2f}% of sends failed while predicted writable",
-                      "violated" if "unavailable" in violations else ("allowed" if unavailable == 0 else "noted")),
+                      f"{len(avail.get('stalls') or [])} stall(s), {float(avail.get('stalled_s', 0)):.1f} s in all, "
+                      f"longest {float(avail.get('longest_s', 0)):.1f} s, {float(avail.get('unpredicted_s', 0)):.1f} s "
+                      f"outside the predicted windows (writes pending, none acked for over "
+                      f"{float(avail.get('threshold_s', 2)):g} s)",
+                      "violated" if "stall" in violations else
+                      ("held" if not avail.get("stalls") else "allowed" if not avail.get("unpredicted_s") else
+                       "noted")),
+        PredictionRow("Model against the cluster", "no disagreement",
+                      f"{len(verdict.get('model_disagreements') or [])} disagreement(s)",
+                      "held" if not verdict.get("model_disagreements") else "noted"),
     ]
     return rows
 

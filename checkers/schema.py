@@ -77,6 +77,7 @@ HISTORY_FILES = {
 
 META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}
 
-# Anomaly kinds in the order verdict.json lists them. `recovered` is counted but never a violation.
-ANOMALY_KINDS = ("lost", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
-                 "nonmonotonic_send", "poll_skip", "recovered")
+# Anomaly kinds in the order verdict.json lists them. `recovered` is counted but never a violation; `stall` is
+# observed unavailability, a violation only beyond a bound the user asked for (--max-stall).
+ANOMALY_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
+                 "nonmonotonic_send", "min_isr_breach", "poll_skip", "stall", "recovered")

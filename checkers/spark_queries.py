@@ -23,8 +23,8 @@ OUTCOMES = ("ok", "fail", "info")          # outcome code: the index; anything e
 ACKS = ("0", "1", "all")                   # acks code: the index; anything else: len(ACKS)
 OK, FAIL, INFO = 0, 1, 2
 ACKED = (1, 2)                             # acks codes of "1" and "all"
-CANDIDATE_KINDS = ("lost", "duplicate", "phantom", "failed_read", "recovered", "offset_mismatch",
-                   "nonmonotonic_send", "divergent")
+CANDIDATE_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "failed_read", "recovered",
+                   "offset_mismatch", "nonmonotonic_send", "divergent")
 
 
 def _index_of(col, names: tuple[str, ...]):
@@ -40,14 +40,36 @@ def sends_summary(sends: DataFrame) -> DataFrame:
 
 
 def reads_summary(reads: DataFrame) -> DataFrame:
-    """Per run and phase: how many reads (the counts of verdict.json)."""
-    return reads.groupBy("run", "phase").count()
+    """Per run, phase and partition: how many reads (the counts of verdict.json, and which partitions the final
+    drain touched)."""
+    return reads.groupBy("run", "phase", "partition").count()
 
 
-def final_reach(reads: DataFrame) -> DataFrame:
-    """(run, s_p, reach): the highest offset the final drain read in each partition."""
-    return reads.where(F.col("phase") == "final").groupBy("run", F.col("partition").alias("s_p")) \
-        .agg(F.max("offset").alias("reach"))
+def ack_buckets(sends: DataFrame, bucket_ns: int) -> DataFrame:
+    """(run, partition, first, last): ack times of acks=1/all ok sends per bucket (checkers.availability)."""
+    ok = sends.where((F.col("outcome") == "ok") & F.col("acks").isin("1", "all") & F.col("partition").isNotNull())
+    return ok.groupBy("run", "partition", F.floor(F.col("t_complete_ns") / bucket_ns).alias("b")) \
+        .agg(F.min("t_complete_ns").alias("first"), F.max("t_complete_ns").alias("last")).drop("b")
+
+
+def pending_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
+    """(run, partition, first, last): first invoke and last completion (`never` if one never completed) of the
+    acks=1/all sends invoked in each bucket (checkers.availability)."""
+    acked = sends.where(F.col("acks").isin("1", "all") & F.col("partition").isNotNull())
+    return acked.groupBy("run", "partition", F.floor(F.col("t_invoke_ns") / bucket_ns).alias("b")) \
+        .agg(F.min("t_invoke_ns").alias("first"),
+             F.max(F.coalesce(F.col("t_complete_ns"), F.lit(never))).alias("last")).drop("b")
+
+
+def breaching_sends(sends: DataFrame, windows: DataFrame) -> DataFrame:
+    """(run, op_id) of acks=all ok sends whose whole invoke-to-ack interval lies inside one of `windows` (run,
+    partition, start, end): the model is certain the partition's ISR was below min.insync.replicas then."""
+    s = sends.where((F.col("outcome") == "ok") & (F.col("acks") == "all")) \
+        .select("run", "partition", "op_id", "t_invoke_ns", "t_complete_ns")
+    w = windows.select(F.col("run").alias("w_run"), F.col("partition").alias("w_p"), "start", "end")
+    inside = (s["run"] == w["w_run"]) & (s["partition"] == w["w_p"]) & (s["t_invoke_ns"] >= w["start"]) & \
+        (s["t_complete_ns"] <= w["end"])
+    return s.join(F.broadcast(w), inside).select("run", "op_id").distinct()
 
 
 def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
@@ -64,45 +86,51 @@ def value_positions(sends: DataFrame, reads: DataFrame, partitions: int) -> Data
     is computed from.
 
     A send lands in the same group as the reads at its acked position. Columns: code (0: reads only, else the
-    send's 1 + outcome * 4 + acks code), n_reads, t_first (first read), op_id (of the send). Hash-partitioned by
-    (run, value).
+    send's 1 + outcome * 4 + acks code), n_reads, t_first (first read), op_id (of the send), live and fin (1 if a
+    live consumer / the final drain read it there). Hash-partitioned by (run, value).
     """
     code = 1 + _index_of(F.col("outcome"), OUTCOMES) * 4 + _index_of(F.col("acks"), ACKS)
+    # phase rides in the small integer column `ph`: 0 for a send, 1 live read, 2 final read
     send_rows = sends.select("run", "value", F.col("partition").alias("p"), F.col("offset").alias("o"),
-                             code.alias("code"), F.col("op_id").alias("x"))
+                             code.alias("code"), F.col("op_id").alias("x"), F.lit(0).alias("ph"))
     read_rows = reads.select("run", "value", F.col("partition").alias("p"), F.col("offset").alias("o"),
-                             F.lit(0).alias("code"), F.col("t_ns").alias("x"))
+                             F.lit(0).alias("code"), F.col("t_ns").alias("x"),
+                             F.when(F.col("phase") == "final", F.lit(2)).otherwise(F.lit(1)).alias("ph"))
     events = send_rows.unionByName(read_rows).repartition(partitions, "run", "value")
     is_read = F.col("code") == 0
     return events.groupBy("run", "value", "p", "o").agg(
         F.max("code").alias("code"),
         F.sum(is_read.cast("long")).alias("n_reads"),
         F.min(F.when(is_read, F.col("x"))).alias("t_first"),
-        F.max(F.when(~is_read, F.col("x"))).alias("op_id"))
+        F.max(F.when(~is_read, F.col("x"))).alias("op_id"),
+        F.max((F.col("ph") == 1).cast("int")).alias("live"),
+        F.max((F.col("ph") == 2).cast("int")).alias("fin"))
 
 
-def candidates(at_position: DataFrame, reach: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
+def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     """Rows that are instances (or, for divergent, instance positions), one boolean column `k_<kind>` per kind.
 
     Per value (lost, duplicate, phantom, failed_read, recovered, offset_mismatch, nonmonotonic_send): run, value,
-    op_id, n (positions read), partition and offset (the first position read), t_read (first read).
+    op_id, n (positions read), partition and offset (the first position read), t_read (first read), lar_p and
+    lar_o (lost_after_read: the partition a live consumer read it in and the final drain lacks, and the live
+    read's offset there).
     Per position (divergent): run, n (distinct values read there), partition, offset, t_read; value and op_id
     null (the smallest value is looked up afterwards, for these few positions only).
-    at_position: `value_positions`; reach: (run, s_p, reach) the final drain's highest offset per partition;
-    nonmonotonic: (run, op_id).
+    at_position: `value_positions`; nonmonotonic: (run, op_id).
     """
-    per_value = _per_value(at_position, reach, nonmonotonic)
+    per_value = _per_value(at_position, nonmonotonic)
     # Each read group is one distinct value at its position, so counting groups per position counts values.
     divergent = (at_position.where(F.col("n_reads") > 0).groupBy("run", "p", "o")
                  .agg(F.count(F.lit(1)).alias("n"), F.min("t_first").alias("t_read"))
                  .where(F.col("n") >= 2)
                  .select("run", F.lit(None).cast("string").alias("value"), F.lit(None).cast("long").alias("op_id"),
                          "n", F.col("p").alias("partition"), F.col("o").alias("offset"), "t_read",
+                         F.lit(None).cast("int").alias("lar_p"), F.lit(None).cast("long").alias("lar_o"),
                          *[F.lit(kind == "divergent").alias(f"k_{kind}") for kind in CANDIDATE_KINDS]))
     return per_value.unionByName(divergent)
 
 
-def _per_value(at_position: DataFrame, reach: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
+def _per_value(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     """From (value, partition, offset) groups to one row per value, then the per-value kinds' conditions."""
     read_here, send_here = F.col("n_reads") > 0, F.col("code") > 0
     at_partition = at_position.groupBy("run", "value", "p").agg(
@@ -111,28 +139,32 @@ def _per_value(at_position: DataFrame, reach: DataFrame, nonmonotonic: DataFrame
         F.max(send_here & read_here).alias("at_acked"),
         F.sum(read_here.cast("long")).alias("n_pos"),
         F.min(F.when(read_here, F.col("o"))).alias("first_o"),
-        F.min("t_first").alias("t_read"))
+        F.min("t_first").alias("t_read"),
+        F.max("fin").alias("fin_p"), F.max("live").alias("live_p"),
+        F.min(F.when(F.col("live") == 1, F.col("o"))).alias("live_o"))
     read_here = F.col("n_pos") > 0
+    after_read = (F.col("live_p") == 1) & (F.col("fin_p") == 0)    # read live here, absent from the drain here
     # min_by over the partition gives the first position exactly: first_o is already the least offset within it.
     per_value = at_partition.groupBy("run", "value").agg(
         F.max("code").alias("code"), F.max("op_id").alias("op_id"),
         F.max(F.when(F.col("code") > 0, F.col("p"))).alias("s_p"), F.max("s_o").alias("s_o"),
+        F.max(F.when(F.col("code") > 0, F.col("fin_p"))).alias("s_fin"),
         F.max("at_acked").alias("at_acked"), F.sum("n_pos").alias("n_pos"),
         F.min(F.when(read_here, F.col("p"))).alias("first_p"),
         F.min_by("first_o", F.when(read_here, F.col("p"))).alias("first_o"),
+        F.min(F.when(after_read, F.col("p"))).alias("lar_p"),
+        F.min_by("live_o", F.when(after_read, F.col("p"))).alias("lar_o"),
         F.min("t_read").alias("t_read"))
 
-    flagged = (per_value
-               .join(F.broadcast(reach), ["run", "s_p"], "left")
-               .join(F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))),
-                     ["run", "op_id"], "left"))
+    flagged = per_value.join(F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))),
+                             ["run", "op_id"], "left")
     sent, read = F.col("code") > 0, F.col("n_pos") > 0
     outcome = F.when(sent, F.floor((F.col("code") - 1) / 4))
     acks = F.when(sent, (F.col("code") - 1) % 4)
     ok = sent & (outcome == OK)
-    drained = F.when(F.col("s_o") >= 0, F.col("reach") >= F.col("s_o")).otherwise(F.col("reach").isNotNull())
     kinds = {
-        "lost": ok & acks.isin(*ACKED) & ~read & (F.col("s_p") >= 0) & drained,
+        "lost": ok & acks.isin(*ACKED) & (F.col("s_p") >= 0) & (F.coalesce(F.col("s_fin"), F.lit(0)) == 0),
+        "lost_after_read": F.col("lar_p").isNotNull(),
         "duplicate": F.col("n_pos") >= 2,
         "phantom": read & ~sent,
         "failed_read": sent & (outcome == FAIL) & read,
@@ -143,20 +175,15 @@ def _per_value(at_position: DataFrame, reach: DataFrame, nonmonotonic: DataFrame
     }
     flags = [F.coalesce(kinds[kind], F.lit(False)).alias(f"k_{kind}") for kind in CANDIDATE_KINDS]
     out = flagged.select("run", "value", "op_id", F.col("n_pos").alias("n"), F.col("first_p").alias("partition"),
-                         F.col("first_o").alias("offset"), "t_read", *flags)
+                         F.col("first_o").alias("offset"), "t_read", "lar_p", "lar_o", *flags)
     return out.where(" OR ".join(f"k_{kind}" for kind in CANDIDATE_KINDS))
 
 
-def send_details(sends: DataFrame, wanted: DataFrame | None) -> DataFrame:
-    """The send columns of the wanted (run, op_id)s, plus every send that failed or timed out (unsettled)."""
+def send_details(sends: DataFrame, wanted: DataFrame) -> DataFrame:
+    """The send columns of the wanted (run, op_id)s."""
     cols = sends.select("run", "op_id", "producer", "process", "acks", "idempotent", "t_invoke_ns",
                         "t_complete_ns", "partition", "offset", "outcome")
-    unsettled = F.col("outcome").isin("fail", "info")
-    if wanted is None:
-        return cols.where(unsettled).withColumn("wanted", F.lit(False))
-    marked = cols.join(F.broadcast(wanted.withColumn("wanted", F.lit(True))), ["run", "op_id"], "left")
-    return marked.where(F.col("wanted").isNotNull() | unsettled) \
-        .withColumn("wanted", F.coalesce(F.col("wanted"), F.lit(False)))
+    return cols.join(F.broadcast(wanted), ["run", "op_id"], "left_semi")
 
 
 def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:

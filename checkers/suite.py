@@ -127,7 +127,8 @@ def write_suite(root: Path | str, options: SuiteOptions = SuiteOptions()) -> Pat
     for row in rows:
         if row.run_id in failures:
             row.state, row.verdict = "broken", f"report failed: {failures[row.run_id]}"
-    summary = {state: sum(r.state == state for r in rows) for state in ("valid", "invalid", "unchecked", "broken")}
+    summary = {state: sum(r.state == state for r in rows)
+               for state in ("valid", "invalid", "incomplete", "unchecked", "broken")}
     html = template_environment().get_template("suite.html.j2").render(
         root=root.name or str(root), rows=rows, summary=summary,
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
@@ -142,6 +143,10 @@ def _verdict_state(verdict: dict | None, has_history: bool) -> tuple[str, str]:
     if verdict is None:
         return "unchecked", "not checked"
     violations = verdict.get("violations") or {}
+    if verdict.get("valid") is None and verdict.get("status") == "incomplete":
+        return "incomplete", "no verdict: " + "; ".join(
+            list((verdict.get("incomplete") or {}).get("run") or []) +
+            [f"partition {p}: {why}" for p, why in ((verdict.get("incomplete") or {}).get("partitions") or {}).items()])
     if verdict.get("valid") and not violations:
         return "valid", "valid"
     return "invalid", "violated: " + (", ".join(f"{v} {k}" for k, v in violations.items()) or "see report")

@@ -223,7 +223,7 @@ def _cluster_table(spec: SyntheticSpec, tl: FaultTimeline | None, c: _Counters) 
     return pa.table(rows, schema=CLUSTER_SCHEMA)
 
 
-def _meta(spec: SyntheticSpec, run_id: str) -> dict:
+def _meta(spec: SyntheticSpec, run_id: str, ends: np.ndarray) -> dict:
     rate = spec.sends / (spec.duration_ns / 1e9) / max(len(spec.producers), 1)
     return {
         "run_id": run_id, "partitions": spec.partitions, "replication_factor": spec.replication_factor,
@@ -235,6 +235,8 @@ def _meta(spec: SyntheticSpec, run_id: str) -> dict:
         "producers": [p.to_meta(rate) for p in spec.producers],
         "broker_settings": {},
         "start_ns": START_NS, "end_ns": START_NS + spec.duration_ns,
+        "drain": {"healthy": True, "incomplete": [], "ends": {str(p): int(e) for p, e in enumerate(ends)},
+                  "records": int(ends.sum())},
     }
 
 
@@ -293,7 +295,7 @@ def write_synthetic_run(directory, sends: int, partitions: int = 3, seed: int = 
     if faults_table is not None:
         pq.write_table(faults_table, out / "history/faults.parquet")
     pq.write_table(_cluster_table(spec, tl, counters), out / "history/cluster.parquet")
-    (out / "meta.json").write_text(json.dumps(_meta(spec, out.name), indent=2) + "\n")
+    (out / "meta.json").write_text(json.dumps(_meta(spec, out.name, counters.next_offset), indent=2) + "\n")
     return out
 
 

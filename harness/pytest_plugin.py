@@ -115,8 +115,9 @@ def _attach(item, result) -> None:
     item.user_properties.append(("results", str(result.run_dir)))
     if result.report:
         item.user_properties.append(("report", str(result.report)))
-    for key in ("valid",):
+    for key in ("valid", "status"):
         item.user_properties.append((key, str(v.get(key))))
+    item.user_properties.append(("model_disagreements", str(len(v.get("model_disagreements") or []))))
     for kind, n in (v.get("anomalies") or {}).items():
         item.user_properties.append((f"anomalies.{kind}", str(n)))
     for kind, n in (v.get("counts") or {}).items():
@@ -136,6 +137,13 @@ def pytest_runtest_makereport(item, call):
     results = item.stash.get(_REPORTS, [])
     if not results:
         return
+    unjudged = [r for r in results if r.verdict is not None and r.verdict.get("valid") is None]
+    if unjudged:
+        # A run that could not be judged is neither a pass nor a violation: the test is reported as an error.
+        report.outcome = "failed"
+        report.chaos_incomplete = True
+        report.longrepr = "\n".join(f"no verdict for {r.run_dir}: {(r.verdict.get('incomplete') or {})}"
+                                    for r in unjudged)
     try:
         import pytest_html
     except ImportError:
@@ -147,3 +155,9 @@ def pytest_runtest_makereport(item, call):
         if r.verdict:
             extras.append(pytest_html.extras.json(r.verdict, name="verdict"))
     report.extras = extras
+
+
+def pytest_report_teststatus(report, config):
+    if getattr(report, "chaos_incomplete", False):
+        return "error", "E", ("ERROR (no verdict)", {"red": True})
+    return None

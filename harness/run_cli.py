@@ -31,6 +31,8 @@ def register(sub) -> None:
     p.add_argument("--keep-cluster", action="store_true", help="leave the run's cluster up at the end")
     p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
+    from checkers.cli import add_judgement_options
+    add_judgement_options(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -49,6 +51,7 @@ def cmd_run(args) -> int:
         unclean=args.unclean, kafka_version=args.kafka_version, duration_s=args.duration,
         rate=args.rate or None, seed=args.seed, results=args.results, reuse_cluster=args.reuse_cluster,
         cluster_name=args.name, keep_cluster=args.keep_cluster, check=args.check,
+        stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall,
     )
     result = run(opts)
     for line in summary_lines(result):

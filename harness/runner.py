@@ -49,6 +49,8 @@ class RunOptions:
     consumers: int = 1
     run_id: str | None = None
     check: bool = True
+    stall_threshold_s: float = 2.0           # see checkers.check.CheckSettings
+    max_stall_s: float | None = None
     live: bool | None = None                 # None: a live display on a terminal, log lines otherwise
     extra_meta: dict = field(default_factory=dict)
 
@@ -70,8 +72,14 @@ class RunOptions:
         if self.seed is None:
             self.seed = time.time_ns() % 1_000_000
         self.profile().validate()
+        self.check_settings()                    # bad stall options fail before any container starts
         sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
         return self
+
+    def check_settings(self):
+        from checkers.check import CheckSettings
+
+        return CheckSettings(stall_threshold_s=self.stall_threshold_s, max_stall_s=self.max_stall_s)
 
     def profile(self):
         from workloads.profile import ProducerProfile
@@ -87,6 +95,10 @@ class RunOptions:
         if self.kafka_version:
             parts += ["--kafka-version", self.kafka_version]
         parts += ["--rate", f"{self.rate:g}" if self.rate else "0"]
+        if self.stall_threshold_s != 2.0:
+            parts += ["--stall-threshold", f"{self.stall_threshold_s:g}"]
+        if self.max_stall_s is not None:
+            parts += ["--max-stall", f"{self.max_stall_s:g}"]
         return shlex.join(parts)
 
     def default_run_id(self) -> str:
@@ -97,7 +109,7 @@ class RunOptions:
 @dataclass
 class RunResult:
     run_dir: Path
-    exit_code: int                     # 0 valid, 1 violation
+    exit_code: int                     # 0 valid, 1 violation, 3 no verdict (incomplete drain, interrupted)
     verdict: dict | None
     report: Path | None
 
@@ -247,7 +259,7 @@ def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
     from checkers.report import write_report
 
     display.phase("check")
-    code = check_run(run_dir, force=True)
+    code = check_run(run_dir, force=True, settings=opts.check_settings())
     display.phase("report")
     report = write_report(run_dir)
     verdict_file = run_dir / "verdict.json"
@@ -260,13 +272,29 @@ def summary_lines(result: RunResult) -> list[str]:
     v = result.verdict or {}
     lines = [f"results: {result.run_dir}"]
     if v:
-        state = "VALID" if v.get("valid") else "VIOLATION: " + ", ".join(
-            f"{k}={n}" for k, n in (v.get("violations") or {}).items())
+        if v.get("valid") is None:
+            state = "NO VERDICT: the run could not be judged (" + "; ".join(
+                _incomplete_reasons(v.get("incomplete") or {})) + ")"
+        else:
+            state = "VALID" if v.get("valid") else "VIOLATION: " + ", ".join(
+                f"{k}={n}" for k, n in (v.get("violations") or {}).items())
         c = v.get("counts", {})
         lines.append(f"verdict: {state}")
         lines.append(f"sends {c.get('sends')} (ok {c.get('ok')}, fail {c.get('fail')}, info {c.get('info')}); "
                      f"reads {c.get('reads')}; lost {v.get('anomalies', {}).get('lost')} "
-                     f"(model: acked loss {v.get('predicted', {}).get('lost')})")
+                     f"(model: acked loss {v.get('predicted', {}).get('lost')}); lost after read "
+                     f"{v.get('anomalies', {}).get('lost_after_read')}; longest stall "
+                     f"{(v.get('availability') or {}).get('longest_s', 0):.1f} s; model disagreements "
+                     f"{len(v.get('model_disagreements') or [])}")
     if result.report:
         lines.append(f"report: {result.report}")
     return lines
+
+
+def _incomplete_reasons(incomplete: dict) -> list[str]:
+    parts = list(incomplete.get("run") or [])
+    by_reason: dict[str, list[str]] = {}
+    for p, why in (incomplete.get("partitions") or {}).items():
+        by_reason.setdefault(why, []).append(p)
+    parts += [f"partitions {', '.join(ps)}: {why}" for why, ps in by_reason.items()]
+    return parts

@@ -196,6 +196,11 @@ class Fault(ABC):
     @abstractmethod
     def _start(self, cluster) -> None: ...
 
+    def _begin(self) -> None:
+        """Mark that the next step starts applying now: a fault of several steps (a rolling restart, a cascade
+        kill) calls it before each step, so a step's row never carries the time the previous one ended."""
+        self._since = time.time_ns()
+
     def _applied(self, nodes: list[int], details: dict, undo: Callable[[], None]) -> FaultEvent:
         """Record a step that took effect. Its time is when applying it began (the effect may start any moment
         after that: rules go on node by node, a kill lands mid-call), so the model's windows never open late;

@@ -91,6 +91,7 @@ class RollingRestart(Fault):
 
     def _start(self, cluster) -> None:
         for b in sorted(cluster.brokers, key=lambda n: n.id):
+            self._begin()
             b.stop(timeout=60)
             self._applied([b.id], {"effect": "stop", "target": "rolling", "order": [n.id for n in cluster.brokers]},
                           b.start)
@@ -123,6 +124,7 @@ class CascadeKill(Fault):
             if i:
                 time.sleep(self.interval_s)
             node = cluster.node(node_id)
+            self._begin()
             node.kill("SIGKILL")
             self._applied([node_id], base | {"role": "leader" if node_id == leader else "follower"},
                           self._restarter(cluster, node, first=(i == 0)))

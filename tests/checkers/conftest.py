@@ -44,9 +44,27 @@ def frames(sends: list[dict], reads: list[dict]) -> tuple[pd.DataFrame, pd.DataF
     return s, r
 
 
-def write_run(directory: Path, sends: list[dict], reads: list[dict], **meta) -> Path:
-    """A results directory with only the required files (no faults, no cluster samples)."""
+def fault(t_ms, action, effect, nodes, fault_name=None, **details):
+    """One faults.parquet row; `t` is milliseconds after the run start."""
+    return {"t_ns": T + t_ms * MS, "action": action, "fault": fault_name or effect, "nodes": list(nodes),
+            "details": json.dumps({"effect": effect, **details})}
+
+
+def sample(t_ms, leader, isr, hw=None, partition=0, elr=None, controller=101):
+    """One cluster.parquet row."""
+    return {"t_ns": T + t_ms * MS, "partition": partition, "leader": leader, "isr": list(isr), "elr": elr,
+            "high_watermark": hw, "controller": controller}
+
+
+def write_run(directory: Path, sends: list[dict], reads: list[dict], faults: list[dict] | None = None,
+              cluster: list[dict] | None = None, **meta) -> Path:
+    """A results directory with the required files, plus faults and cluster samples when given."""
+    from checkers.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA
     (directory / "history").mkdir(parents=True, exist_ok=True)
+    if faults is not None:
+        pq.write_table(pa.Table.from_pylist(faults, schema=FAULTS_SCHEMA), directory / "history/faults.parquet")
+    if cluster is not None:
+        pq.write_table(pa.Table.from_pylist(cluster, schema=CLUSTER_SCHEMA), directory / "history/cluster.parquet")
     s, r = frames(sends, reads)
     pq.write_table(pa.Table.from_pandas(s, schema=SENDS_SCHEMA, preserve_index=False),
                    directory / "history/sends.parquet")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from checkers.reference import count, find_anomalies
-from tests.checkers.conftest import frames, read, send
+from tests.checkers.conftest import MS, T, frames, read, send
 
 
 def kinds(sends, reads) -> Counter:
@@ -27,10 +27,30 @@ CASES = {
         [send("a", offset=0), send("b", offset=1), send("c", offset=2)],
         [read("a", offset=0), read("c", offset=2)],
         {"lost": 1}),
-    "not lost: the drain stopped before its offset": (
+    "lost: acked beyond the end the drain found (the log was cut back below it)": (
         [send("a", offset=0), send("b", offset=1)],
         [read("a", offset=0)],
-        {}),
+        {"lost": 1}),
+    "lost and lost_after_read: acked, read live, then absent from the drain": (
+        [send("a", offset=0), send("b", offset=1)],
+        [read("a", offset=0, consumer="c0"), read("b", offset=1, consumer="c0"), read("a", offset=0)],
+        {"lost": 1, "lost_after_read": 1}),
+    "lost_after_read whatever the outcome: an indeterminate send read live, then gone": (
+        [send("a", offset=0), send("b", outcome="info")],
+        [read("b", offset=1, consumer="c0"), read("a", offset=0)],
+        {"lost_after_read": 1, "recovered": 1}),
+    "lost_after_read of a phantom: read live, then gone": (
+        [send("a", offset=0)],
+        [read("ghost", offset=1, consumer="c0"), read("a", offset=0)],
+        {"lost_after_read": 1, "phantom": 1}),
+    "no lost_after_read: the drain has the value, at another offset": (
+        [send("a", offset=0)],
+        [read("a", offset=0, consumer="c0"), read("a", offset=5)],
+        {"duplicate": 1}),
+    "lost_after_read counts values, not reads: two live consumers, one value": (
+        [send("a", offset=0), send("b", offset=1)],
+        [read("b", offset=1, consumer="c0"), read("b", offset=1, consumer="c1"), read("a", offset=0)],
+        {"lost": 1, "lost_after_read": 1}),
     "not lost: acks=0 sends are never lost": (
         [send("a", offset=0), send("b", acks="0"), send("c", offset=1)],
         [read("a", offset=0), read("c", offset=1)],
@@ -39,10 +59,10 @@ CASES = {
         [send("a", offset=0), send("b", acks="1", offset=None)],
         [read("a", offset=0)],
         {"lost": 1}),
-    "not lost: offset unknown and the drain never read its partition": (
+    "lost whether or not the drain read its partition (completeness is judged per partition later)": (
         [send("a", offset=0), send("b", partition=2, offset=None)],
         [read("a", offset=0)],
-        {}),
+        {"lost": 1}),
     "not lost: an unread timed-out send": (
         [send("a", offset=0), send("b", outcome="info"), send("c", offset=1)],
         [read("a", offset=0), read("c", offset=1)],
@@ -63,7 +83,7 @@ CASES = {
         [send("a", offset=0), send("b", outcome="info"), send("c", outcome="info")],
         [read("a", offset=0), read("b", offset=0, consumer="c0"), read("c", offset=0, consumer="c1"),
          read("b", offset=0, consumer="c2")],
-        {"divergent": 1, "recovered": 2}),
+        {"divergent": 1, "recovered": 2, "lost_after_read": 2}),
     "duplicate across partitions: reported at the smallest (partition, offset)": (
         [send("a", partition=1, offset=0), send("b", partition=1, offset=1)],
         [read("a", partition=1, offset=0), read("a", partition=2, offset=0), read("a", partition=1, offset=7),
@@ -146,6 +166,24 @@ def test_poll_skip_row_names_the_step():
         [read(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2))]
     row = find_anomalies(*frames(sends, reads)).iloc[0]
     assert (row["consumer"], row["from_offset"], row["offset"], row["value"]) == ("c0", 0, 2, "c")
+
+
+def test_lost_after_read_row_is_at_the_live_read_and_carries_the_send():
+    found = find_anomalies(*frames([send("a", offset=0), send("b", offset=1, producer="p3")],
+                                   [read("b", offset=1, consumer="c0", t=500), read("a", offset=0)]))
+    row = found[found["kind"] == "lost_after_read"].iloc[0]
+    assert (row["value"], row["partition"], row["offset"], row["producer"]) == ("b", 0, 1, "p3")
+    assert row["t_read_ns"] == T + 500 * MS
+
+
+def test_min_isr_breach_needs_the_whole_ack_interval_inside_a_certain_window():
+    sends = [send("a", offset=0, t=100), send("b", offset=1, t=300), send("c", offset=2, acks="1", t=300)]
+    reads = [read(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2))]
+    window = [(0, T + 299 * MS, T + 400 * MS)]           # b's [invoke, ack] is inside; a's is not; c is acks=1
+    found = find_anomalies(*frames(sends, reads), breach_windows=window)
+    assert list(found.loc[found["kind"] == "min_isr_breach", "value"]) == ["b"]
+    assert not (find_anomalies(*frames(sends, reads), breach_windows=[(0, T + 301 * MS, T + 400 * MS)])["kind"]
+                == "min_isr_breach").any()
 
 
 def pd_na():

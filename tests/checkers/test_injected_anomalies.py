@@ -6,12 +6,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.reference import find_anomalies
-from checkers.schema import ANOMALY_KINDS
-from checkers.synthetic import inject_anomalies
+from checkers.synthetic import _RECIPES, inject_anomalies
 
 from tests.checkers.synthetic_frames import clean_history
 
-INJECTABLE = [k for k in ANOMALY_KINDS if k != "recovered"]
+INJECTABLE = [k for k in _RECIPES if k != "recovered"]
 
 
 def test_a_clean_synthetic_history_has_only_recovered_sends():
@@ -34,6 +33,8 @@ def test_injecting_k_of_a_kind_finds_exactly_k(kind, k, seed, consumers):
     others = {x for x in INJECTABLE if x != kind}
     assert {x: found[x] for x in others if found[x]} == {}      # no collateral anomalies of other kinds
     assert found["recovered"] >= baseline["recovered"]
+    # a divergent position is a live read of a value the drain lacks: by definition also a lost_after_read
+    assert found["lost_after_read"] == (k if kind == "divergent" else 0)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -43,3 +44,4 @@ def test_kinds_injected_together_are_each_found_exactly(counts, seed):
     s, r = inject_anomalies(sends, reads, counts, np.random.default_rng(seed))
     found = Counter(find_anomalies(s, r)["kind"])
     assert {kind: found[kind] for kind in INJECTABLE} == counts
+    assert found["lost_after_read"] == counts["divergent"]

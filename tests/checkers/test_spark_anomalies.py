@@ -7,7 +7,8 @@ from checkers import anomalies
 from checkers.anomalies import find_anomalies_spark
 from checkers.reference import count, find_anomalies
 from checkers.synthetic import write_synthetic_run
-from tests.checkers.conftest import frames, write_run
+from checkers.availability import reference_buckets
+from tests.checkers.conftest import MS, T, frames, write_run
 from tests.checkers.test_anomaly_definitions import CASES
 
 pytestmark = pytest.mark.spark
@@ -17,12 +18,16 @@ def test_every_hand_built_case_matches_the_reference_in_one_spark_job(spark, tmp
     runs = {}
     for i, (name, (sends, reads, _)) in enumerate(CASES.items()):
         runs[f"case{i}"] = write_run(tmp_path / f"case{i}", [dict(s) for s in sends], [dict(r) for r in reads])
-    findings = find_anomalies_spark(spark, runs)
+    # one window that catches some acks=all sends of every case: min_isr_breach agrees too
+    windows = {run_id: [(0, T - MS, T + 1 * MS)] for run_id in runs}
+    findings = find_anomalies_spark(spark, runs, windows)
     for i, (name, (sends, reads, expected)) in enumerate(CASES.items()):
-        got, counts, _ = findings.for_run(f"case{i}")
+        found = findings.for_run(f"case{i}")
         s, r = frames([dict(x) for x in sends], [dict(x) for x in reads])
-        pd.testing.assert_frame_equal(got, find_anomalies(s, r), obj=name)
-        assert counts == count(s, r)
+        pd.testing.assert_frame_equal(found.instances, find_anomalies(s, r, windows[f"case{i}"]), obj=name)
+        assert found.counts == count(s, r)
+        assert found.final_reads == {int(p): int(n) for p, n in
+                                     r[r["phase"] == "final"]["partition"].value_counts().items()}
 
 
 @pytest.mark.parametrize("rows_per_partition", [2_000_000, 700], ids=["few-partitions", "many-partitions"])
@@ -32,18 +37,25 @@ def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypat
     inject = {"lost": 2, "duplicate": 3, "phantom": 1, "divergent": 2, "failed_read": 1, "offset_mismatch": 2,
               "nonmonotonic_send": 3, "poll_skip": 2}
     run = write_synthetic_run(tmp_path / "inj", sends=3000, seed=4, consumers=2, inject=inject)
-    got, counts, unsettled = find_anomalies_spark(spark, {"inj": run}).for_run("inj")
+    found = find_anomalies_spark(spark, {"inj": run}).for_run("inj")
+    got = found.instances
     from checkers.history_io import read_table
     from checkers.schema import READS_SCHEMA, SENDS_SCHEMA
     s = read_table(run / "history/sends.parquet", SENDS_SCHEMA)
     r = read_table(run / "history/reads.parquet", READS_SCHEMA)
     pd.testing.assert_frame_equal(got, find_anomalies(s, r))
     assert {k: int((got["kind"] == k).sum()) for k in inject} == inject
-    assert len(unsettled) == counts.fail + counts.info
+    acks, pending = reference_buckets(s)
+    for spark_side, pandas_side in ((found.ack_buckets, acks), (found.pending_buckets, pending)):
+        order = ["partition", "first", "last"]
+        pd.testing.assert_frame_equal(spark_side[order].sort_values(order).reset_index(drop=True),
+                                      pandas_side[order].sort_values(order).reset_index(drop=True),
+                                      check_dtype=False)
 
 
 def test_an_empty_history_yields_no_instances(spark, tmp_path):
     run = write_run(tmp_path / "empty", [], [])
-    got, counts, unsettled = find_anomalies_spark(spark, {"empty": run}).for_run("empty")
+    found = find_anomalies_spark(spark, {"empty": run}).for_run("empty")
+    got = found.instances
     assert len(got) == 0 and list(got.columns) == list(instances.INSTANCE_COLUMNS)
-    assert counts.sends == 0 and len(unsettled) == 0
+    assert found.counts.sends == 0 and len(found.ack_buckets) == 0 and found.final_reads == {}

@@ -40,3 +40,18 @@ def test_a_malformed_version_is_refused(bad):
 def test_releases_before_3_9_are_refused():
     with pytest.raises(UsageError, match="older than"):
         distribution.resolve("3.8.1")
+
+
+def test_the_default_skips_a_release_central_could_not_serve_and_retries_it_an_hour_later(tmp_path, monkeypatch):
+    import os
+    import time
+
+    newest = [v for v in distribution.available_versions() if v.startswith("4.")][-1]
+    monkeypatch.setattr(distribution, "cache_dir", lambda: tmp_path)
+    marker = tmp_path / "kafka" / newest / "UNRESOLVABLE"
+    marker.parent.mkdir(parents=True)
+    marker.write_text("org.apache.kafka:kafka-tools-api:jar:" + newest + "\n")
+    assert distribution.default_version() != newest
+    old = time.time() - distribution.UNRESOLVABLE_RETRY_S - 60
+    os.utime(marker, (old, old))
+    assert distribution.default_version() == newest

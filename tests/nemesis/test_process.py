@@ -149,6 +149,8 @@ def test_rolling_restart_restarts_one_broker_at_a_time_with_a_full_isr_between(c
     assert [(e.action, e.nodes) for e in events] == [("start", [1]), ("heal", [1]), ("start", [2]), ("heal", [2]),
                                                      ("start", [3]), ("heal", [3])]
     assert all(e.details["effect"] == "stop" for e in events)
+    # each stop row starts after the previous broker's restart row: never two brokers down at once in the history
+    assert all(later.t_ns >= earlier.t_ns for earlier, later in zip(events, events[1:]))
     assert all(_started_at(b) != before[b.id] for b in cluster.brokers)
     assert cluster.is_healthy(topic)
 
@@ -159,6 +161,9 @@ def test_cascade_kill_kills_followers_then_leader_and_restarts_the_first_followe
     kills = [e for e in events if e.action == "start"]
     assert [e.details["role"] for e in kills] == ["follower", "follower", "leader"]
     assert kills[-1].nodes == [leader]
+    # each kill row carries when that kill began, one interval after the previous kill ended, not before it
+    for earlier, later in zip(kills, kills[1:]):
+        assert later.t_ns - earlier.details["applied_ns"] >= 0.9e9
     assert all(b.state() == "exited" for b in cluster.brokers if b.id in {n for e in kills for n in e.nodes})
     nem.heal(fault)
     heals = [e for e in events if e.action == "heal"]

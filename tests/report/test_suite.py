@@ -36,7 +36,7 @@ def test_the_summary_counts_the_runs_by_verdict(make_run, tmp_path):
     make_run("b", lost=1, lost_violations=1)
     html = write_suite(tmp_path, SuiteOptions(build_reports=False)).read_text()
     assert "1 run violated Kafka's guarantees" in visible_text(html)
-    assert "1 valid · 1 invalid · 0 not checked · 0 broken" in visible_text(html)
+    assert "1 valid · 1 invalid · 0 no verdict · 0 not checked · 0 broken" in visible_text(html)
 
 
 def test_every_run_valid_gives_a_green_summary(make_run, tmp_path):

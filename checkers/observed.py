@@ -1,0 +1,129 @@
+"""What the cluster visibly did, from cluster.parquet, set against what the ISR model predicted.
+
+The sampler asks whichever broker answers for each partition's leader, ISR, ELR and high watermark every 500 ms.
+From those samples come the observed events: elections (and whether the new leader came from the previous ISR,
+or ELR, i.e. clean, or not, i.e. unclean) and high-watermark drops. The high watermark only moves back when
+committed records are cut off a log, which Kafka allows only after an unclean election or a power loss, so a drop
+is a truncation of committed data.
+
+A broker with stale metadata can answer one sample with an older leader or high watermark. So an observed event
+counts only when it persists: a new leader for at least two consecutive samples, a high watermark below its
+earlier maximum for at least two consecutive samples (or until the last sample).
+
+A disagreement is an observed event the model did not predict within TOLERANCE_NS (the model's timing is
+approximate: detection times, sampling), or a predicted unclean election the cluster never showed.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+TOLERANCE_NS = 10_000_000_000
+PERSIST = 2
+
+
+def _rows(samples: pd.DataFrame, partition) -> list[dict]:
+    g = samples[samples["partition"] == partition].sort_values("t_ns")
+    return g.to_dict("records")
+
+
+def _leader(x):
+    return None if x is None or pd.isna(x) else int(x)
+
+
+def _members(x) -> set[int]:
+    if x is None or (not hasattr(x, "__len__") and pd.isna(x)):
+        return set()
+    return {int(v) for v in x}
+
+
+def observed_events(samples: pd.DataFrame) -> list[dict]:
+    """Elections and high-watermark drops per partition, each persisting for PERSIST samples."""
+    out: list[dict] = []
+    if samples is None or not len(samples):
+        return out
+    for p in sorted(samples["partition"].unique()):
+        rows = _rows(samples, p)
+        leaders = [_leader(r["leader"]) for r in rows]
+        last_leader, last_isr, last_elr = None, set(), set()
+        for i, r in enumerate(rows):
+            lead = leaders[i]
+            persists = all(x == lead for x in leaders[i:i + PERSIST]) and len(leaders[i:i + PERSIST]) == PERSIST
+            if lead is not None and lead != last_leader and persists and (last_leader is not None or last_isr):
+                how = "from the ISR" if lead in last_isr else "from the ELR" if lead in last_elr else "uncleanly"
+                out.append({"event": "election", "partition": int(p), "t_ns": int(r["t_ns"]), "leader": lead,
+                            "previous": last_leader, "previous_isr": sorted(last_isr), "how": how})
+            if lead is not None and persists:
+                last_leader = lead
+            if persists and (lead is not None or _members(r["isr"])):
+                last_isr = _members(r["isr"]) or last_isr
+                last_elr = _members(r.get("elr"))
+        best = None
+        hws = [None if r["high_watermark"] is None or pd.isna(r["high_watermark"]) else int(r["high_watermark"])
+               for r in rows]
+        i = 0
+        while i < len(rows):
+            hw = hws[i]
+            if hw is None:
+                i += 1
+                continue
+            if best is not None and hw < best:
+                window = [h for h in hws[i:i + PERSIST] if h is not None]
+                if len(window) == PERSIST and all(h < best for h in window) or i == len(rows) - 1:
+                    out.append({"event": "hw_drop", "partition": int(p), "t_ns": int(rows[i]["t_ns"]),
+                                "hw_before": best, "hw_after": hw})
+                    best = hw
+                    i += 1
+                    continue
+                i += 1
+                continue
+            best = hw if best is None else max(best, hw)
+            i += 1
+    return sorted(out, key=lambda e: (e["t_ns"], e["partition"]))
+
+
+def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:
+    times = []
+    for e in model.events:
+        if e.get("partition") not in (partition, None):
+            continue
+        if "leader" in kinds and e.get("event") == "leader" and e.get("how") == "uncleanly":
+            times.append(int(e["t_ns"]))
+        if "power" in kinds and str(e.get("event", "")).startswith("power loss"):
+            times.append(int(e["t_ns"]))
+    return times
+
+
+def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
+    """Where the model's predicted events and the cluster's visible ones disagree."""
+    out = []
+    events = observed_events(samples)
+    for e in events:
+        p, t = e["partition"], e["t_ns"]
+        if e["event"] == "election" and e["how"] == "uncleanly":
+            if not any(abs(tp - t) <= TOLERANCE_NS for tp in _predicted(model, p, ("leader",))):
+                out.append({"kind": "unpredicted_unclean_election", "partition": p, "t_ns": t,
+                            "detail": f"broker {e['leader']} became leader of partition {p} from outside the "
+                                      f"previous ISR {e['previous_isr']}, which the model did not predict"})
+        if e["event"] == "hw_drop":
+            causes = _predicted(model, p, ("leader", "power"))
+            if not any(tp - TOLERANCE_NS <= t for tp in causes):
+                out.append({"kind": "unpredicted_hw_drop", "partition": p, "t_ns": t,
+                            "hw_before": e["hw_before"], "hw_after": e["hw_after"],
+                            "detail": f"the high watermark of partition {p} fell from {e['hw_before']} to "
+                                      f"{e['hw_after']}: committed records were cut off, and the model predicts "
+                                      f"no unclean election or power loss that could"})
+    seen_unclean = [(e["partition"], e["t_ns"]) for e in events if e["event"] == "election"
+                    and e["how"] == "uncleanly"]
+    for e in model.events:
+        if e.get("event") == "leader" and e.get("how") == "uncleanly":
+            p, t = int(e["partition"]), int(e["t_ns"])
+            if len(samples) and not any(sp == p and abs(st - t) <= TOLERANCE_NS for sp, st in seen_unclean):
+                out.append({"kind": "predicted_unclean_election_not_seen", "partition": p, "t_ns": t,
+                            "detail": f"the model elected broker {e.get('leader')} uncleanly for partition {p}; "
+                                      f"the cluster samples show no such election"})
+    return sorted(out, key=lambda d: (d["t_ns"], d["partition"]))
+
+
+def unpredicted_losses(disagreements: list[dict]) -> list[dict]:
+    """The disagreements that cut committed data: what alone can explain a lost committed record."""
+    return [d for d in disagreements if d["kind"] == "unpredicted_hw_drop"]
