@@ -91,9 +91,14 @@ def _model_for(present: dict, meta: RunMeta) -> tuple[ModelResult, "pd.DataFrame
     return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns), samples
 
 
-def _breach_windows(model: ModelResult) -> list[tuple[int, int, int]]:
-    """(partition, start, end) in which the model is certain the ISR was below min.insync.replicas."""
-    return [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
+def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int, int, int]]:
+    """(partition, start, end) in which the ISR was certainly below min.insync.replicas: the model says so (the
+    controller's view) and the cluster samples show it (the brokers' view, which is what a leader checks before
+    appending: a leader cut off from the controller keeps its old ISR). Either alone could invent a breach."""
+    from checkers import observed
+
+    model_side = [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
+    return observed.intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
 
 
 def _write(run_dir: Path, verdict: dict, judged: pd.DataFrame) -> None:
@@ -142,7 +147,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         # The model first: it needs only meta, faults and cluster samples, and its certain under-min-ISR windows
         # are an input of the anomaly pass (min_isr_breach).
         models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
-        windows = {run_id: _breach_windows(m) for run_id, (m, _) in models.items()}
+        windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
         findings = _find(ready, engine, spark_master, windows)
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]

@@ -304,6 +304,7 @@ class _Partition:
     isr: list[int]
     epoch: int = 0
     elr: list[int] = field(default_factory=list)
+    last_known: int | None = None                     # ELR on: the leader when the partition went leaderless
     logs: dict = field(default_factory=dict)          # broker -> [[epoch, t0, t1], ...]
     appended: list = field(default_factory=list)      # every segment any leader (or zombie) ever appended
     caught_up: dict = field(default_factory=dict)     # follower -> last time it was caught up
@@ -461,12 +462,15 @@ class _Sim:
                 self._elect(p, part, t)
 
     def _set_isr(self, part: _Partition, new: list[int], old: list[int], t: int, p: int):
+        """ELR upkeep as PartitionChangeBuilder.maybePopulateTargetElr (4.1+): at or above min ISR the ELR is
+        empty; below it the ELR is (ELR + ISR) - new ISR - replicas that re-registered after an unclean shutdown.
+        A broker merely fenced (killed, not yet back) stays in the ELR: ReplicationControlManager removes it only
+        in handleBrokerUncleanShutdown, when it registers again (see tick)."""
         if self.cfg.elr_enabled:
             if len(new) >= self.cfg.effective_min_isr:
                 part.elr = []
             else:
-                unclean = {r for r in self.nodes if self.unclean_restart[r] and not self.alive[r]}
-                part.elr = [r for r in dict.fromkeys(part.elr + old) if r not in new and r not in unclean]
+                part.elr = [r for r in dict.fromkeys(part.elr + old) if r not in new]
         if new != part.isr:
             self.events.append({"t_ns": t, "event": "isr", "partition": p, "isr": new, "elr": part.elr})
         part.isr = new
@@ -480,6 +484,11 @@ class _Sim:
             if leader is not None:
                 part.elr = [r for r in part.elr if r != leader]
                 part.isr = [leader]
+        if leader is None and self.cfg.elr_enabled and not part.isr and not part.elr and part.last_known in ok:
+            # PartitionChangeBuilder.canElectLastKnownLeader (4.0+; its liveness test fixed in 4.1, KAFKA-19522):
+            # ISR and ELR empty, the last known leader is back: it is elected alone. It held everything committed.
+            leader, how = part.last_known, "as the last known leader (ISR and ELR empty)"
+            part.isr = [leader]
         if leader is None and self.cfg.unclean_honoured and ok:
             leader, how = ok[0], "uncleanly"
             part.isr, part.elr = [leader], []
@@ -487,6 +496,8 @@ class _Sim:
         part.leader = leader
         if leader is None:
             if old_leader is not None:
+                if self.cfg.elr_enabled:
+                    part.last_known = old_leader
                 self.events.append({"t_ns": t, "event": "offline", "partition": p})
             return
         part.epoch += 1

@@ -81,6 +81,35 @@ def observed_events(samples: pd.DataFrame) -> list[dict]:
     return sorted(out, key=lambda e: (e["t_ns"], e["partition"]))
 
 
+def isr_below(samples: pd.DataFrame, need: int, slack_ns: int = 1_000_000_000) -> list[tuple[int, int, int]]:
+    """(partition, start, end) in which the cluster visibly had a leader and an ISR smaller than `need`: at least
+    PERSIST consecutive samples, trimmed by `slack_ns` at each end (a broker's metadata lags the controller's)."""
+    out = []
+    if samples is None or not len(samples):
+        return out
+    for p in sorted(samples["partition"].unique()):
+        run: list[int] = []
+        for r in _rows(samples, p) + [None]:
+            below = r is not None and _leader(r["leader"]) is not None and len(_members(r["isr"])) < need
+            if below:
+                run.append(int(r["t_ns"]))
+                continue
+            if len(run) >= PERSIST and run[-1] - run[0] > 2 * slack_ns:
+                out.append((int(p), run[0] + slack_ns, run[-1] - slack_ns))
+            run = []
+    return out
+
+
+def intersect_windows(a: list[tuple[int, int, int]], b: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Per partition, the times both lists of (partition, start, end) windows cover."""
+    out = []
+    for pa, a0, a1 in a:
+        for pb, b0, b1 in b:
+            if pa == pb and max(a0, b0) < min(a1, b1):
+                out.append((pa, max(a0, b0), min(a1, b1)))
+    return sorted(out)
+
+
 def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:
     times = []
     for e in model.events:

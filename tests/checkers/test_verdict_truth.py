@@ -146,10 +146,21 @@ def test_an_acks_all_ack_while_the_isr_is_certainly_below_min_isr_is_a_violation
     faults = [fault(10 * S, "start", "kill", [2]), fault(10 * S, "start", "kill", [3], fault_name="kill-3")]
     sends = [send("a", offset=0, t=1 * S), send("b", offset=1, t=60 * S)]
     reads = [read("a", offset=0), read("b", offset=1)]
-    run = write_run(tmp_path / "r", sends, reads, faults, steady_samples(10 * S), **with_times(meta()))
+    samples = steady_samples(20 * S) + steady_samples(100 * S, isr=(1,), start_ms=20 * S)
+    run = write_run(tmp_path / "r", sends, reads, faults, samples, **with_times(meta()))
     code, verdict, rows = checked(run)
     assert verdict["violations"] == {"min_isr_breach": 1}
     assert list(rows.loc[rows["kind"] == "min_isr_breach", "value"]) == ["b"]
+
+
+def test_no_breach_while_the_brokers_still_see_a_full_isr_whatever_the_controller_decided(tmp_path):
+    # the model's controller shrinks the ISR; the brokers' metadata (what a leader checks) never showed it
+    faults = [fault(10 * S, "start", "kill", [2]), fault(10 * S, "start", "kill", [3], fault_name="kill-3")]
+    sends = [send("a", offset=0, t=1 * S), send("b", offset=1, t=60 * S)]
+    reads = [read("a", offset=0), read("b", offset=1)]
+    run = write_run(tmp_path / "r", sends, reads, faults, steady_samples(100 * S), **with_times(meta()))
+    code, verdict, _ = checked(run)
+    assert verdict["anomalies"]["min_isr_breach"] == 0
 
 
 def test_a_loss_that_only_an_unpredicted_high_watermark_drop_explains_is_a_violation_named_as_such(tmp_path):
