@@ -49,7 +49,18 @@ def observed_events(samples: pd.DataFrame) -> list[dict]:
             lead = leaders[i]
             persists = all(x == lead for x in leaders[i:i + PERSIST]) and len(leaders[i:i + PERSIST]) == PERSIST
             if lead is not None and lead != last_leader and persists and (last_leader is not None or last_isr):
-                how = "from the ISR" if lead in last_isr else "from the ELR" if lead in last_elr else "uncleanly"
+                now_isr = _members(r["isr"])
+                elr_visible = r.get("elr") is not None
+                if lead in last_isr or (lead in now_isr and now_isr - {lead}):
+                    # in the ISR before, or back in it beside others: an unclean election leaves the leader
+                    # alone in the ISR (PartitionChangeBuilder), so this is a clean (e.g. preferred) election
+                    how = "from the ISR"
+                elif lead in last_elr:
+                    how = "from the ELR"
+                elif not elr_visible:
+                    how = "outside the visible ISR"      # the client shows no ELR: clean or not is unknown here
+                else:
+                    how = "uncleanly"
                 out.append({"event": "election", "partition": int(p), "t_ns": int(r["t_ns"]), "leader": lead,
                             "previous": last_leader, "previous_isr": sorted(last_isr), "how": how})
             if lead is not None and persists:
@@ -122,12 +133,23 @@ def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:
     return times
 
 
+def _elections_outside_isr(model, partition: int) -> list[int]:
+    return [int(e["t_ns"]) for e in model.events if e.get("partition") == partition and e.get("event") == "leader"
+            and e.get("how") != "from the ISR"]
+
+
 def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
     """Where the model's predicted events and the cluster's visible ones disagree."""
     out = []
     events = observed_events(samples)
     for e in events:
         p, t = e["partition"], e["t_ns"]
+        if e["event"] == "election" and e["how"] == "outside the visible ISR":
+            if not any(abs(tp - t) <= TOLERANCE_NS for tp in _elections_outside_isr(model, p)):
+                out.append({"kind": "unpredicted_election_outside_isr", "partition": p, "t_ns": t,
+                            "detail": f"broker {e['leader']} became leader of partition {p} from outside the "
+                                      f"previous ISR {e['previous_isr']} (from the ELR or uncleanly: the client "
+                                      f"does not show the ELR), and the model predicted no such election"})
         if e["event"] == "election" and e["how"] == "uncleanly":
             if not any(abs(tp - t) <= TOLERANCE_NS for tp in _predicted(model, p, ("leader",))):
                 out.append({"kind": "unpredicted_unclean_election", "partition": p, "t_ns": t,

@@ -1,0 +1,54 @@
+"""What the cluster visibly did (cluster.parquet), and where the model's predictions disagree with it."""
+import pandas as pd
+
+from checkers.isr_model import ModelConfig, run_model
+from checkers.observed import isr_below, model_disagreements, observed_events
+from tests.checkers.conftest import MS, T, sample
+
+S = 1000
+
+
+def samples(rows):
+    return pd.DataFrame(rows)
+
+
+def quiet_model():
+    cfg = ModelConfig(kafka_version="4.4.0", partitions=1, replication_factor=3, min_insync_replicas=2,
+                      controllers=(101,), brokers=(1, 2, 3))
+    return run_model(cfg, [], None, t_begin=T, t_end=T + 60 * S * MS)
+
+
+def test_a_leader_from_outside_the_isr_that_is_alone_in_it_is_an_unclean_election_when_the_elr_is_visible():
+    rows = [sample(t, 1, (1,), elr=[]) for t in range(0, 5 * S, 500)] + \
+        [sample(t, 2, (2,), elr=[]) for t in range(5 * S, 10 * S, 500)]
+    (e,) = [e for e in observed_events(samples(rows)) if e["event"] == "election"]
+    assert (e["leader"], e["how"]) == (2, "uncleanly")
+    assert [d["kind"] for d in model_disagreements(quiet_model(), samples(rows))] == \
+        ["unpredicted_unclean_election"]
+
+
+def test_a_replica_back_in_the_isr_and_then_elected_is_a_clean_election():
+    rows = [sample(t, 2, (2, 3)) for t in range(0, 5 * S, 500)] + \
+        [sample(t, 1, (1, 2, 3)) for t in range(5 * S, 10 * S, 500)]
+    (e,) = [e for e in observed_events(samples(rows)) if e["event"] == "election"]
+    assert e["how"] == "from the ISR"
+
+
+def test_one_stale_sample_is_no_election_and_no_high_watermark_drop():
+    rows = [sample(t, 1, (1, 2, 3), hw=100 + t) for t in range(0, 10 * S, 500)]
+    rows[6] = sample(3 * S, 2, (2, 3), hw=5)
+    assert observed_events(samples(rows)) == []
+
+
+def test_a_persistent_high_watermark_drop_is_a_truncation_the_quiet_model_did_not_predict():
+    rows = [sample(t, 1, (1, 2, 3), hw=1000) for t in range(0, 5 * S, 500)] + \
+        [sample(t, 1, (1, 2, 3), hw=400) for t in range(5 * S, 10 * S, 500)]
+    (d,) = model_disagreements(quiet_model(), samples(rows))
+    assert d["kind"] == "unpredicted_hw_drop" and (d["hw_before"], d["hw_after"]) == (1000, 400)
+
+
+def test_the_isr_below_min_isr_is_seen_only_when_it_persists_and_is_trimmed():
+    rows = [sample(t, 1, (1, 2, 3)) for t in range(0, 5 * S, 500)] + \
+        [sample(t, 1, (1,)) for t in range(5 * S, 15 * S, 500)] + [sample(15 * S, 1, (1, 2))]
+    ((p, start, end),) = isr_below(samples(rows), need=2)
+    assert p == 0 and start == T + 6 * S * MS and end == T + (14_500 - 1000) * MS
