@@ -627,12 +627,23 @@ class _Sim:
             # may not have reached it.
             for epoch, _, t1 in appended:
                 if epoch < part.epoch:
-                    self.risk.append(Window(p, t1 - REPLICATION_SLACK_NS, t1 + TICK_NS, ("1",),
+                    self.risk.append(Window(p, t1 - REPLICATION_SLACK_NS, self._applying_until(t1) + TICK_NS, ("1",),
                                             f"acks=1 tail of epoch {epoch}: the last fetch before its leader "
                                             f"lost leadership may have missed it"))
         self.risk = _merge(self.risk)
         self.truncs = _merge(self.truncs)
         self.unavailable.sort(key=lambda w: (w.start_ns, w.partition))
+
+    def _applying_until(self, t: int) -> int:
+        """A process fault (kill, stop, pause) takes effect somewhere in [t_ns, applied_ns]: a controlled shutdown
+        in particular moves leadership seconds after it began, and the old leader acks acks=1 writes until then.
+        The model ends an epoch at t_ns; a write acked up to applied_ns may be that epoch's lost tail."""
+        end = t
+        for f in self.faults:
+            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss") and f.applied_ns \
+                    and f.t_ns - TICK_NS <= t <= f.applied_ns + TICK_NS:
+                end = max(end, f.applied_ns)
+        return end
 
     def _add_risk(self, p, part, epoch, t0, t1):
         cause = part.epoch_reason

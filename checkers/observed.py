@@ -69,8 +69,9 @@ def observed_events(samples: pd.DataFrame) -> list[dict]:
                 last_isr = _members(r["isr"]) or last_isr
                 last_elr = _members(r.get("elr"))
         best = None
-        hws = [None if r["high_watermark"] is None or pd.isna(r["high_watermark"]) else int(r["high_watermark"])
-               for r in rows]
+        # negative: a sentinel (librdkafka's OFFSET_INVALID, -1001) older samplers wrote for "could not read it"
+        hws = [None if r["high_watermark"] is None or pd.isna(r["high_watermark"]) or r["high_watermark"] < 0
+               else int(r["high_watermark"]) for r in rows]
         i = 0
         while i < len(rows):
             hw = hws[i]
@@ -164,7 +165,7 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
                                       f"{e['hw_after']}: committed records were cut off, and the model predicts "
                                       f"no unclean election or power loss that could"})
     seen_unclean = [(e["partition"], e["t_ns"]) for e in events if e["event"] == "election"
-                    and e["how"] == "uncleanly"]
+                    and e["how"] in ("uncleanly", "outside the visible ISR")]
     for e in model.events:
         if e.get("event") == "leader" and e.get("how") == "uncleanly":
             p, t = int(e["partition"]), int(e["t_ns"])

@@ -33,7 +33,7 @@ def sample_rows(cluster, topic: str, timeout: float = 3.0) -> list[dict]:
         if controller is not None:
             break
     return [{"t_ns": t_ns, "partition": s.partition, "leader": s.leader, "isr": list(s.isr), "elr": None,
-             "high_watermark": hw.get(s.partition), "controller": controller} for s in states]
+             "high_watermark": _offset(hw.get(s.partition)), "controller": controller} for s in states]
 
 
 class ClusterSampler:
@@ -66,3 +66,8 @@ class ClusterSampler:
             if delay < 0:               # a slow sample (brokers down): start the next one now, not a burst
                 next_at, delay = time.monotonic(), 0
             self._stop.wait(delay)
+
+
+def _offset(value):
+    """librdkafka answers OFFSET_INVALID (-1001) for a watermark it could not read: that is no watermark."""
+    return value if value is not None and value >= 0 else None

@@ -212,3 +212,13 @@ def test_a_killed_broker_stays_in_the_elr_until_it_registers_again():
                       t_begin=T0, t_end=T0 + 60 * S)
     last = [e for e in model.events if e["event"] == "isr"][-1]
     assert last["isr"] == [1] and 3 in last["elr"]
+
+
+def test_acks_1_writes_acked_while_a_controlled_shutdown_is_under_way_are_at_risk():
+    stop = FaultEvent(t_ns=T0 + 10 * S, action="start", effect="stop", nodes=(1,), fault="rolling-restart",
+                      applied_ns=T0 + 16 * S)
+    start = FaultEvent(t_ns=T0 + 17 * S, action="heal", effect="stop", nodes=(1,), fault="rolling-restart")
+    model = run_model(cfg(acks=("1",), controllers=(101,)), [stop, start], t_begin=T0, t_end=T0 + 60 * S)
+    assert model.durability(0, T0 + 14 * S, "1", T0 + 14 * S)[0] == "at_risk"    # the old leader may still ack
+    assert model.durability(0, T0 + 40 * S, "1", T0 + 40 * S)[0] == "guaranteed"
+    assert model.durability(0, T0 + 14 * S, "all", T0 + 14 * S)[0] == "guaranteed"

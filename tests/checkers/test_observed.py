@@ -52,3 +52,9 @@ def test_the_isr_below_min_isr_is_seen_only_when_it_persists_and_is_trimmed():
         [sample(t, 1, (1,)) for t in range(5 * S, 15 * S, 500)] + [sample(15 * S, 1, (1, 2))]
     ((p, start, end),) = isr_below(samples(rows), need=2)
     assert p == 0 and start == T + 6 * S * MS and end == T + (14_500 - 1000) * MS
+
+
+def test_a_watermark_the_sampler_could_not_read_is_no_drop():
+    rows = [sample(t, 1, (1, 2, 3), hw=1000) for t in range(0, 5 * S, 500)] + \
+        [sample(t, 1, (1, 2, 3), hw=-1001) for t in range(5 * S, 10 * S, 500)]
+    assert observed_events(samples(rows)) == []
