@@ -554,7 +554,10 @@ class _Sim:
                     else:
                         log.append([epoch, t, t])
                 if epoch < part.epoch:
-                    alone = len(local_isr) <= 1
+                    # A zombie completes acks=all only with its whole local ISR fetching from it, i.e. alone in its
+                    # ISR view, and only if that view meets min.insync.replicas: Partition.appendRecordsToLeader
+                    # rejects acks=all with NOT_ENOUGH_REPLICAS before appending when the ISR is smaller.
+                    alone = len(local_isr) <= 1 and self.cfg.effective_min_isr <= 1
                     self.risk.append(Window(p, t - TICK_NS, t, ("1", "all") if alone else ("1",),
                                             f"zombie leader {n} (epoch {epoch}) cut off from the controller "
                                             f"still acknowledged writes after a new leader was elected"))

@@ -222,3 +222,21 @@ def test_acks_1_writes_acked_while_a_controlled_shutdown_is_under_way_are_at_ris
     assert model.durability(0, T0 + 14 * S, "1", T0 + 14 * S)[0] == "at_risk"    # the old leader may still ack
     assert model.durability(0, T0 + 40 * S, "1", T0 + 40 * S)[0] == "guaranteed"
     assert model.durability(0, T0 + 14 * S, "all", T0 + 14 * S)[0] == "guaranteed"
+
+
+def _cut(t, drops, name, action="start"):
+    return FaultEvent(t_ns=t, action=action, effect="net", nodes=(1,), fault=name,
+                      drops=tuple(tuple(d) for d in drops))
+
+
+@pytest.mark.parametrize("min_isr, unclean, at_risk", [(2, False, False), (1, True, True)])
+def test_a_zombie_alone_in_its_isr_view_acks_acks_all_only_when_min_isr_allows(min_isr, unclean, at_risk):
+    # min ISR 2: a follower is elected from the ELR, and the zombie rejects acks=all (NOT_ENOUGH_REPLICAS);
+    # min ISR 1 (unclean, so that someone else can lead): the zombie acks acks=all on its own
+    followers = [[1, 2], [2, 1], [1, 3], [3, 1]]
+    controller = [[1, 101], [101, 1]]
+    events = [_cut(T0 + 10 * S, followers, "from-followers"),            # the ISR shrinks to {1}
+              _cut(T0 + 60 * S, controller, "from-controller")]          # then 1 is fenced: a zombie
+    model = run_model(cfg(acks=("all",), min_isr=min_isr, controllers=(101,), unclean=unclean),
+                      events, t_begin=T0, t_end=T0 + 120 * S)
+    assert (model.durability(0, T0 + 80 * S, "all", T0 + 80 * S)[0] == "at_risk") is at_risk
