@@ -195,3 +195,22 @@ def test_the_checkers_synthetic_runs_get_a_report(tmp_path):
     fig = figure(html, "fig-timeline")
     assert fig["layout"]["shapes"]   # the synthetic kill is shaded
     assert figure(html, "fig-partitions")["data"]
+
+
+def test_a_run_without_a_verdict_says_so_and_why_and_shades_stalls_beside_predicted_windows(make_run):
+    path = make_run("incomplete")
+    verdict = json.loads((path / "verdict.json").read_text())
+    start = json.loads((path / "meta.json").read_text()).get("start_ns") or min(
+        w[0] for w in verdict["predicted"]["unavailable_windows"])
+    verdict.update(valid=None, status="incomplete",
+                   incomplete={"status": "incomplete", "run": [],
+                               "partitions": {"1": "the final drain did not read this partition to its end"}},
+                   availability={"threshold_s": 2.0, "stalled_s": 12.0, "unpredicted_s": 4.0, "longest_s": 12.0,
+                                 "stalls": [[start + 20 * 10**9, start + 32 * 10**9, 0, 4.0]]})
+    (path / "verdict.json").write_text(json.dumps(verdict))
+    html = report_html(path)
+    assert re.search(r'<section id="verdict" class="banner (\w+)"', html).group(1) == "incomplete"
+    text = visible_text(html)
+    assert "No verdict: the run could not be judged" in text
+    assert "Partition 1: the final drain did not read this partition to its end" in text
+    assert "observed stall" in html and "predicted unavailable (model)" in html
