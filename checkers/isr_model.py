@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from checkers.history_io import RunMeta, version_tuple
+from checkers.observed import intersect_windows
 
 TICK_NS = 100_000_000
 REPLICATION_SLACK_NS = 1_500_000_000    # a follower may trail by replica.fetch.wait.max.ms (500 ms), more on a busy box
@@ -30,8 +31,8 @@ METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their 
 # until it has fetched the metadata log's new records: a deposed leader stays a zombie that long, and requests
 # the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
 METADATA_CATCHUP_NS = 5_000_000_000
-DIRTY_EXPIRE_NS = 30_000_000_000
-IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried        # vm.dirty_expire_centisecs: page cache older than this is on disk
+DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
+IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried
 ACKED = ("1", "all")
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
 CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
@@ -153,6 +154,14 @@ class ModelResult:
     truncations: list[Window]          # loss events: the partition's log was cut back at start_ns
     events: list[dict]
     hw: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)   # partition -> (t, hw)
+    # The same faults replayed with the other timing Kafka allows (see run_model): their risk is already merged
+    # into `risk`; a certain prediction (min ISR breached, an unclean election seen) must hold in them too.
+    alternatives: list["ModelResult"] = field(default_factory=list)
+    shrink_slack_ns: int | None = None     # None: half of replica.lag.time.max.ms (the shrink's 1x-1.5x spread)
+
+    def possible_events(self) -> list[dict]:
+        """The events of every timing the model allows: what Kafka may have done."""
+        return self.events + [e for alt in self.alternatives for e in alt.events]
 
     # -- per write -------------------------------------------------------------------------------------------
     def durability(self, partition, t_ack_ns, acks, t_invoke_ns=None) -> tuple[str, str]:
@@ -211,7 +220,7 @@ class ModelResult:
         elections (PartitionChangeBuilder's unclean path elects a replica outside the ISR, which truncates others
         to its log) and power losses (the unflushed tail of every replica is gone)."""
         out = []
-        for e in self.events:
+        for e in self.possible_events():
             if e.get("partition") != partition:
                 continue
             if e.get("event") == "leader" and e.get("how") == "uncleanly":
@@ -254,10 +263,19 @@ class ModelResult:
         Partition.appendRecordsToLeader rejects acks=all with NOT_ENOUGH_REPLICAS (and with ELR, KIP-966, the
         high watermark cannot advance). Kafka shrinks the ISR between 1x and 1.5x replica.lag.time.max.ms after a
         follower stops (ReplicaManager's isr-expiration task runs every lag/2): the certain part begins half a lag
-        time after the model's shrink, and ends a slack before the model's expansion."""
+        time after the model's shrink, and ends a slack before the model's expansion; and it must hold in every
+        alternative timing too."""
+        out = self._own_min_isr_windows()
+        for alt in self.alternatives:
+            out = intersect_windows(out, alt.min_isr_windows())
+        return out
+
+    def _own_min_isr_windows(self) -> list[tuple[int, int, int]]:
         out = []
         need = self.config.effective_min_isr
-        late = self.config.replica_lag_time_max_ms * 1_000_000 // 2 + REPLICATION_SLACK_NS
+        spread = self.config.replica_lag_time_max_ms * 1_000_000 // 2 if self.shrink_slack_ns is None \
+            else self.shrink_slack_ns
+        late = spread + REPLICATION_SLACK_NS
         current: dict[int, int] = {}
         for e in sorted((e for e in self.events if e.get("event") == "isr"), key=lambda e: e["t_ns"]):
             p, t, size = int(e["partition"]), int(e["t_ns"]), len(e.get("isr") or ())
@@ -310,12 +328,14 @@ class _Partition:
     caught_up: dict = field(default_factory=dict)     # follower -> last time it was caught up
     view: dict = field(default_factory=dict)          # broker -> (leader, epoch, isr) it believes
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
+    elections: list = field(default_factory=list)     # (epoch, t, how, leader, the leader's log when elected)
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
 
 
 class _Sim:
-    def __init__(self, cfg: ModelConfig, faults: list[FaultEvent], samples: pd.DataFrame, t_begin: int, t_end: int):
-        self.cfg, self.t_end = cfg, t_end
+    def __init__(self, cfg: ModelConfig, faults: list[FaultEvent], samples: pd.DataFrame, t_begin: int, t_end: int,
+                 leader_fenced_first: bool = False):
+        self.cfg, self.t_end, self.leader_fenced_first = cfg, t_end, leader_fenced_first
         self.faults = sorted(faults, key=lambda f: f.t_ns)
         self.events: list[dict] = []
         self.truncs: list[Window] = []
@@ -331,6 +351,7 @@ class _Sim:
         self.last_hb = {n: t_begin for n in self.nodes}
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
         self.controller: int | None = min(self.voters)
+        self.power_losses: list[tuple[int, int]] = []     # (t, broker)
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
@@ -429,7 +450,7 @@ class _Sim:
                 part.logs[n] = _cut(part.logs[n], keep)
                 self.events.append({"t_ns": t, "event": "power loss: unflushed tail dropped", "node": n,
                                     "partition": p})
-                part.epoch_reason.setdefault(("powerloss", n), t)
+        self.power_losses.append((t, n))
 
     def _controlled_shutdown(self, n, t):
         self.fenced[n] = True
@@ -442,24 +463,29 @@ class _Sim:
 
     # -- controller --------------------------------------------------------------------------------------------
     def _fence(self, expired: list[int], t):
-        """Fence every broker whose session expired in this tick at once: sessions that lapse together (e.g. all
-        heartbeats to an isolated controller) must not elect a broker that is itself about to be fenced."""
+        """Fence every broker whose session expired in this tick. The controller fences one stale broker at a
+        time, the one whose last heartbeat is oldest (ReplicationControlManager.maybeFenceOneStaleBroker,
+        BrokerHeartbeatManager.findOneStaleBroker); for sessions that lapse together (e.g. all heartbeats to an
+        isolated controller) that order is a matter of milliseconds the model cannot know, and it decides which
+        replica is left as the last ISR member. The recorded timing fences by broker id, the late one each
+        partition's leader first. None of them may be elected meanwhile: all are marked fenced first."""
         for n in expired:
             self.fenced[n] = True
             self.events.append({"t_ns": t, "event": "fenced", "node": n})
-        for n in expired:
-            self._fence_one(n, t)
-
-    def _fence_one(self, n, t):
         for p, part in self.parts.items():
-            if n in part.isr:
-                old = list(part.isr)
-                new = [r for r in part.isr if r != n]
-                if not new and not self.cfg.elr_enabled:
-                    new = old                          # last replica standing keeps its ISR membership
-                self._set_isr(part, new, old, t, p)
-            if part.leader == n:
-                self._elect(p, part, t)
+            order = sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired
+            for n in order:
+                self._fence_replica(p, part, n, t)
+
+    def _fence_replica(self, p: int, part: _Partition, n: int, t: int):
+        if n in part.isr:
+            old = list(part.isr)
+            new = [r for r in part.isr if r != n]
+            if not new and not self.cfg.elr_enabled:
+                new = old                          # last replica standing keeps its ISR membership
+            self._set_isr(part, new, old, t, p)
+        if part.leader == n:
+            self._elect(p, part, t)
 
     def _set_isr(self, part: _Partition, new: list[int], old: list[int], t: int, p: int):
         """ELR upkeep as PartitionChangeBuilder.maybePopulateTargetElr (4.1+): at or above min ISR the ELR is
@@ -502,6 +528,7 @@ class _Sim:
             return
         part.epoch += 1
         part.epoch_reason[part.epoch] = f"{how} (broker {leader}, epoch {part.epoch})"
+        part.elections.append((part.epoch, t, how, leader, [list(s) for s in part.logs[leader]]))
         part.logs[leader].append([part.epoch, t, t])
         part.caught_up = {r: t for r in part.isr}
         self.events.append({"t_ns": t, "event": "leader", "partition": p, "leader": leader, "epoch": part.epoch,
@@ -649,19 +676,36 @@ class _Sim:
         return end
 
     def _add_risk(self, p, part, epoch, t0, t1):
-        cause = part.epoch_reason
-        unclean = [e for e, how in cause.items() if isinstance(e, int) and e > epoch and "uncleanly" in how]
-        power = [k for k in cause if isinstance(k, tuple) and k[0] == "powerloss"]
+        """Blame a lost piece of epoch `epoch`'s log on the first later election whose leader lacked it: the
+        new leader's log is the truth every other replica truncates to (the leader epoch cache and
+        OffsetsForLeaderEpoch, KIP-101/KIP-279), so that election is where the piece left the partition. Which
+        acks it can hold follows from how that leader was chosen (PartitionChangeBuilder.electLeader): from the
+        ISR or ELR it held every acks=all write, so only an acks=1 tail is gone; elected outside them (unclean)
+        or after a power loss cut its own unflushed tail, acks=all writes may be gone too."""
+        pieces = [[epoch, t0, t1]]
+        for e, t_el, how, leader, snapshot in part.elections:
+            if e <= epoch or not pieces:
+                continue
+            lacking = _minus(pieces, snapshot)
+            for _, a, b in lacking:
+                self._blame(p, epoch, a, b, t_el, f"{how} (broker {leader}, epoch {e})", how == "uncleanly")
+            pieces = _minus(pieces, [[epoch, a, b] for _, a, b in lacking]) if lacking else pieces
+        for _, a, b in pieces:          # held by every leader yet gone: cut by a power loss, or a tail
+            self._blame(p, epoch, a, b, self.t_end, part.epoch_reason.get(epoch + 1, "later"), False)
+
+    def _blame(self, p: int, epoch: int, a: int, b: int, t_el: int, chosen: str, unclean: bool):
+        power = [n for t, n in self.power_losses
+                 if a - REPLICATION_SLACK_NS <= t <= min(t_el, b + DIRTY_EXPIRE_NS + REPLICATION_SLACK_NS)]
         if unclean:
-            reason, acks = f"unclean election: {cause[unclean[0]]} lacked writes of epoch {epoch}", ACKED
+            reason, acks = f"unclean election: {chosen} lacked writes of epoch {epoch}", ACKED
         elif power:
-            reason, acks = f"power loss of broker {power[0][1]}: unflushed data lost on every replica", ACKED
+            reason, acks = f"power loss of broker {power[0]}: its unflushed writes of epoch {epoch} were gone", ACKED
         else:
             reason = (f"acks=1 tail of epoch {epoch} not yet replicated when its leader was cut off; the next "
-                      f"leader was chosen {cause.get(epoch + 1, 'later')}")
+                      f"leader was chosen {chosen}")
             acks = ("1",)
-        self.risk.append(Window(p, t0 - REPLICATION_SLACK_NS, t1 + TICK_NS, acks, reason))
-        self.truncs.append(Window(p, t0, t1, acks, reason))
+        self.risk.append(Window(p, a - REPLICATION_SLACK_NS, b + TICK_NS, acks, reason))
+        self.truncs.append(Window(p, a, b, acks, reason))
 
 
 def _cut(log: list, keep_until: int) -> list:
@@ -722,18 +766,23 @@ def _merge(windows: list[Window]) -> list[Window]:
 def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEvent] | None = None,
               samples: pd.DataFrame | None = None, t_begin: int | None = None, t_end: int | None = None
               ) -> ModelResult:
-    """Replay the faults on the replication state machine and return its predictions."""
+    """Replay the faults on the replication state machine and return its predictions.
+
+    Two timings are replayed, both within what Kafka allows, and the judgement takes whichever does not invent a
+    violation: as recorded (each fault at the start of its row, the ISR shrinking at replica.lag.time.max.ms),
+    and late (each fault once applying it ended, `applied_ns`, and the ISR shrinking at 1.5x the lag time, the
+    latest ReplicaManager.maybeShrinkIsr, scheduled every lag/2, gets to it; brokers whose sessions lapse
+    together fenced leader first, see _Sim._fence). Risk is the union of both;
+    a certain prediction must hold in both."""
     if isinstance(faults, pd.DataFrame):
         events = [FaultEvent.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
                   .itertuples(index=False)]
     else:
         events = list(faults or [])
-    events = worst_case_onsets(events)
     samples = samples if samples is not None else pd.DataFrame(columns=["t_ns", "partition", "leader", "isr"])
     times = [e.t_ns for e in events] + [int(x) for x in samples["t_ns"]][:1] + [int(x) for x in samples["t_ns"]][-1:]
     t_begin = t_begin if t_begin is not None else (min(times) if times else 0)
     t_end = t_end if t_end is not None else (max(times) if times else t_begin)
-    sim = _Sim(cfg, events, samples, t_begin, t_end)
     hw = {}
     if len(samples) and "high_watermark" in samples.columns:
         for p, g in samples.sort_values("t_ns").groupby("partition"):
@@ -741,7 +790,20 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEvent] | None =
                           g["high_watermark"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64))
     if not events:
         return ModelResult(cfg, [], [], [], [], hw)
+    recorded = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end)
+    slow = replace(cfg, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms * 3 // 2)
+    late = _simulate(slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
+                     samples, t_begin, t_end, leader_fenced_first=True)
+    late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
+    unavailable = sorted(_merge(recorded.unavailable + late.unavailable), key=lambda w: (w.start_ns, w.partition))
+    return ModelResult(cfg, _merge(recorded.risk + late.risk), unavailable, _merge(recorded.truncs + late.truncs),
+                       recorded.events, hw, alternatives=[late_result])
 
+
+def _simulate(cfg: ModelConfig, events: list[FaultEvent], samples: pd.DataFrame, t_begin: int, t_end: int,
+              leader_fenced_first: bool = False) -> "_Sim":
+    events = sorted(events, key=lambda e: e.t_ns)
+    sim = _Sim(cfg, events, samples, t_begin, t_end, leader_fenced_first)
     settle = 2 * cfg.replica_lag_time_max_ms * 1_000_000 + 2 * cfg.broker_session_timeout_ms * 1_000_000
     t = min(t_begin, events[0].t_ns) - TICK_NS
     queue = list(enumerate(sim.faults))
@@ -763,7 +825,7 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEvent] | None =
             break                                        # nothing left to happen
         t += TICK_NS
     sim.finish(min(t, stop))
-    return ModelResult(cfg, sim.risk, sim.unavailable, sim.truncs, sim.events, hw)
+    return sim
 
 
 def _active_faults(applied: list[FaultEvent]) -> bool:

@@ -124,7 +124,7 @@ def intersect_windows(a: list[tuple[int, int, int]], b: list[tuple[int, int, int
 
 def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:
     times = []
-    for e in model.events:
+    for e in model.possible_events():
         if e.get("partition") not in (partition, None):
             continue
         if "leader" in kinds and e.get("event") == "leader" and e.get("how") == "uncleanly":
@@ -134,8 +134,14 @@ def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:
     return times
 
 
-def _elections_outside_isr(model, partition: int) -> list[int]:
+def _unclean_times(model, partition: int) -> list[int]:
     return [int(e["t_ns"]) for e in model.events if e.get("partition") == partition and e.get("event") == "leader"
+            and e.get("how") == "uncleanly"]
+
+
+def _elections_outside_isr(model, partition: int) -> list[int]:
+    return [int(e["t_ns"]) for e in model.possible_events()
+            if e.get("partition") == partition and e.get("event") == "leader"
             and e.get("how") != "from the ISR"]
 
 
@@ -169,7 +175,10 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
     for e in model.events:
         if e.get("event") == "leader" and e.get("how") == "uncleanly":
             p, t = int(e["partition"]), int(e["t_ns"])
-            if len(samples) and not any(sp == p and abs(st - t) <= TOLERANCE_NS for sp, st in seen_unclean):
+            certain = all(any(abs(ta - t) <= TOLERANCE_NS for ta in _unclean_times(alt, p)) for alt in
+                          getattr(model, "alternatives", ()))      # every timing Kafka allows elects uncleanly
+            if certain and len(samples) and not any(sp == p and abs(st - t) <= TOLERANCE_NS
+                                                    for sp, st in seen_unclean):
                 out.append({"kind": "predicted_unclean_election_not_seen", "partition": p, "t_ns": t,
                             "detail": f"the model elected broker {e.get('leader')} uncleanly for partition {p}; "
                                       f"the cluster samples show no such election"})

@@ -1,6 +1,8 @@
 """The ISR model on hand-written fault timelines whose outcome follows from Kafka's replication rules."""
 import json
+from dataclasses import replace
 
+import pandas as pd
 import pytest
 
 from checkers.isr_model import FaultEvent, ModelConfig, run_model
@@ -23,8 +25,8 @@ def restart(node, t):
     return FaultEvent(t_ns=t, action="heal", effect="kill", nodes=(node,), fault="kill")
 
 
-def isolate(node, t, action="start", client=True):
-    others = [n for n in (1, 2, 3) if n != node]
+def isolate(node, t, action="start", client=True, nodes=(1, 2, 3)):
+    others = [n for n in nodes if n != node]
     drops = [[node, o] for o in others] + [[o, node] for o in others]
     return FaultEvent(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate",
                       drops=tuple(tuple(d) for d in drops))
@@ -240,3 +242,51 @@ def test_a_zombie_alone_in_its_isr_view_acks_acks_all_only_when_min_isr_allows(m
     model = run_model(cfg(acks=("all",), min_isr=min_isr, controllers=(101,), unclean=unclean),
                       events, t_begin=T0, t_end=T0 + 120 * S)
     assert (model.durability(0, T0 + 80 * S, "all", T0 + 80 * S)[0] == "at_risk") is at_risk
+
+
+def test_a_later_unclean_election_is_not_blamed_for_a_tail_an_earlier_clean_election_dropped():
+    five = (1, 2, 3, 4, 5)
+    timeline = [isolate(1, T0 + 10 * S, nodes=five), isolate(1, T0 + 40 * S, "heal", nodes=five),  # 2 elected cleanly
+                kill(1, T0 + 100 * S), kill(3, T0 + 100 * S),               # ISR shrinks to {2}
+                kill(2, T0 + 150 * S), restart(3, T0 + 170 * S)]            # 3 is elected uncleanly
+    model = run_model(cfg(acks=("1", "all"), min_isr=1, unclean=True, version="3.9.0", brokers=(1, 2, 3, 4, 5)),
+                      timeline, t_begin=T0, t_end=T0 + 300 * S)
+    assert any(e["event"] == "leader" and e["how"] == "uncleanly" for e in model.events)
+    status, reason = model.durability(0, T0 + 15 * S, "1")      # the zombie's tail, dropped at the clean election
+    assert status == "at_risk" and "from the ISR" in reason and "unclean" not in reason
+    assert model.durability(0, T0 + 15 * S, "all")[0] == "guaranteed"
+    assert model.committed_loss_cause(0, t_read_ns=T0 + 16 * S, t_ack_ns=T0 + 15 * S) is None
+    status, reason = model.durability(0, T0 + 130 * S, "all")   # acked by broker 2 alone, which 3 lacked
+    assert status == "at_risk" and "unclean election" in reason and "broker 3" in reason
+
+
+def test_the_isr_is_certainly_below_min_isr_only_once_the_latest_allowed_shrink_has_happened():
+    # The cut took 15 s to apply, and Kafka may shrink the ISR as late as 1.5x replica.lag.time.max.ms after it:
+    # before 25 + 45 s, an acks=all write acked by a leader that still counted its followers is not a breach.
+    cut = replace(_cut(T0 + 10 * S, [[1, 2], [2, 1], [1, 3], [3, 1]], "from-followers"), applied_ns=T0 + 25 * S)
+    model = run_model(cfg(acks=("all",), min_isr=2, controllers=(101,)), [cut], t_begin=T0, t_end=T0 + 200 * S)
+    windows = model.min_isr_windows()
+    assert windows and windows[0][1] >= T0 + 70 * S
+    assert windows[0][2] > T0 + 190 * S                      # never healed: certain to the end
+
+
+def test_acks_1_writes_until_a_slow_kill_took_effect_may_be_lost():
+    slow = FaultEvent(t_ns=T0 + 10 * S, action="start", effect="kill", nodes=(1,), fault="kill-leader",
+                      applied_ns=T0 + 14 * S)
+    model = run_model(cfg(acks=("1",), controllers=(101,)), [slow], t_begin=T0, t_end=T0 + 60 * S)
+    assert model.durability(0, T0 + 13 * S, "1", T0 + 13 * S)[0] == "at_risk"
+    assert model.durability(0, T0 + 5 * S, "1", T0 + 5 * S)[0] == "guaranteed"
+
+
+def test_brokers_fenced_together_may_leave_a_follower_as_the_last_isr_member_so_the_acks_1_tail_is_at_risk():
+    # The isolated controller fences all three at once; Kafka fences the stalest first, an order of milliseconds,
+    # so the follower may be the one left in the ISR and elected at the heal, lacking the leader's last acks=1
+    # writes. acks=all writes were on every ISR member and stay guaranteed.
+    cut = [[101, n] for n in (1, 2, 3)] + [[n, 101] for n in (1, 2, 3)]
+    events = [_cut(T0 + 10 * S, cut, "isolate-controller"), _cut(T0 + 30 * S, cut, "isolate-controller", "heal")]
+    leader_3 = pd.DataFrame({"t_ns": [T0], "partition": [0], "leader": [3], "isr": [[3, 1, 2]]})
+    model = run_model(cfg(acks=("1", "all"), version="3.9.2", controllers=(101,)), events, leader_3,
+                      t_begin=T0, t_end=T0 + 90 * S)
+    assert model.durability(0, T0 + 25 * S, "1", T0 + 25 * S)[0] == "at_risk"
+    assert model.durability(0, T0 + 25 * S, "all", T0 + 25 * S)[0] == "guaranteed"
+    assert model.durability(0, T0 + 5 * S, "1", T0 + 5 * S)[0] == "guaranteed"
