@@ -77,7 +77,7 @@ def timed(cmd: list[str]) -> tuple[float, int, float]:
 
 
 def ensure_run(root: Path, sends: int) -> Path:
-    from checkers.synthetic import write_synthetic_run
+    from history.synthetic import write_synthetic_run
     run = root / f"bench-{sends}"
     if not (run / "meta.json").exists():
         t = time.perf_counter()

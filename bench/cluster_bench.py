@@ -14,10 +14,10 @@ import statistics
 import tempfile
 import time
 
-from harness import distribution, image
-from harness.cluster import KafkaCluster
-from harness.config import ClusterConfig
-from harness.engine import docker_client
+from cluster import distribution, image
+from cluster.config import ClusterConfig
+from cluster.engine import docker_client
+from cluster.kafka_cluster import KafkaCluster
 
 
 def cold_setup(version: str | None) -> tuple[str, float, float]:

@@ -2,7 +2,7 @@
 
     python bench/report_bench.py [--sends 1000000] [--lost 20000] [--loads 3] [--keep DIR]
 
-Writes a synthetic run (checkers.synthetic) plus a hand-made verdict.json and anomalies.parquet with `--lost`
+Writes a synthetic run (history.synthetic) plus a hand-made verdict.json and anomalies.parquet with `--lost`
 lost writes (so the anomaly markers and tables are at their caps), builds report.html, then opens it `--loads`
 times in one headless chromium. "render" is the page's own clock (performance.now() when the last plot was
 drawn, from navigation start), so it includes parsing the inline plotly.js. Targets: under 10 MB, under 3 s.
@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from plotly.offline import get_plotlyjs  # noqa: E402
 
-from checkers.browser import HeadlessChromium  # noqa: E402
-from checkers.report import write_report  # noqa: E402
-from checkers.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS  # noqa: E402
-from checkers.synthetic import write_synthetic_run  # noqa: E402
+from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS  # noqa: E402
+from history.synthetic import write_synthetic_run  # noqa: E402
+from report.browser import HeadlessChromium  # noqa: E402
+from report.page import write_report  # noqa: E402
 
 SIZE_TARGET_MB = 10
 RENDER_TARGET_S = 3

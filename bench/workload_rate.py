@@ -19,10 +19,10 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.cluster import KafkaCluster
-from harness.config import ClusterConfig
-from workloads.history import HistoryWriter
-from workloads.journal import producer_paths, read_progress
+from cluster.config import ClusterConfig
+from cluster.kafka_cluster import KafkaCluster
+from history.journal import producer_paths, read_progress
+from history.writer import HistoryWriter
 from workloads.profile import ProducerProfile
 from workloads.run import Workload, WorkloadConfig
 

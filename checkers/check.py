@@ -16,13 +16,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from base.errors import HarnessError, UsageError
 from checkers import availability, reference
 from checkers.completeness import completeness
-from checkers.history_io import HistoryError, RunMeta, load_meta, read_table, validate_run
-from checkers.isr_model import ModelConfig, ModelResult, run_model
-from checkers.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from checkers.model.isr import ModelConfig, ModelResult, run_model
 from checkers.verdict import anomalies_table, build_verdict, judge
-from harness.errors import HarnessError, UsageError
+from history.reader import HistoryError, RunMeta, load_meta, read_table, validate_run
+from history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int
     """(partition, start, end) in which the ISR was certainly below min.insync.replicas: the model says so (the
     controller's view) and the cluster samples show it (the brokers' view, which is what a leader checks before
     appending: a leader cut off from the controller keeps its old ISR). Either alone could invent a breach."""
-    from checkers import observed
+    from checkers.model import observed
 
     model_side = [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
     return observed.intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
@@ -172,7 +172,7 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     span = meta.end_ns - meta.start_ns if meta.start_ns and meta.end_ns else None
     available = availability.summary(stalls, meta.partitions, span, settings.stall_threshold_s,
                                      settings.max_stall_s)
-    from checkers import observed      # the model's self-check against what the cluster visibly did
+    from checkers.model import observed  # the model's self-check against what the cluster visibly did
 
     disagreements = observed.model_disagreements(model, samples)
     losses = observed.unpredicted_losses(disagreements)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkers.history_io import RunMeta
+from history.reader import RunMeta
 
 COMPLETE, INCOMPLETE = "complete", "incomplete"
 

@@ -19,10 +19,10 @@ import pyarrow as pa
 
 from checkers import availability
 from checkers.completeness import Completeness
-from checkers.history_io import RunMeta
-from checkers.isr_model import ModelResult
+from checkers.model.isr import ModelResult
 from checkers.reference import Counts
-from checkers.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
+from history.reader import RunMeta
+from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
 
 LOST_KINDS = ("lost", "lost_after_read")
 SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "failed_read", "recovered",

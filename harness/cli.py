@@ -11,15 +11,15 @@ import logging
 import signal
 import sys
 
-from harness.errors import HarnessError
+from base.errors import HarnessError
 
 # Modules that add subcommands, in the order they appear in --help. A module that does not exist yet is skipped.
 COMMAND_MODULES = (
     "harness.commands",      # setup, cluster up|status|down, image
     "nemesis.cli",           # nemesis FAULT | heal | list
-    "workloads.cli",         # history repair
+    "history.cli",         # history repair
     "checkers.cli",          # check
-    "checkers.report_cli",   # report
+    "report.cli",   # report
     "harness.run_cli",       # run, scenarios
 )
 

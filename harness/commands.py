@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.config import ClusterConfig
+from cluster.config import ClusterConfig
 
 
 def add_cluster_options(p: argparse.ArgumentParser) -> None:
@@ -49,8 +49,8 @@ def register(sub) -> None:
 
 
 def cmd_setup(args) -> int:
-    from harness import distribution, image
-    from harness.engine import docker_client
+    from cluster import distribution, image
+    from cluster.engine import docker_client
 
     client = docker_client()
     if args.image:
@@ -63,7 +63,7 @@ def cmd_setup(args) -> int:
 
 
 def cmd_cluster_up(args) -> int:
-    from harness.cluster import KafkaCluster
+    from cluster.kafka_cluster import KafkaCluster
 
     config = ClusterConfig(
         name=args.name, kafka_version=args.kafka_version, brokers=args.brokers, controllers=args.controllers,
@@ -78,17 +78,17 @@ def cmd_cluster_up(args) -> int:
 
 
 def cmd_cluster_status(args) -> int:
-    from harness.cluster import KafkaCluster
+    from cluster.kafka_cluster import KafkaCluster
 
     print(KafkaCluster.attach(args.name).status())
     return 0
 
 
 def cmd_cluster_down(args) -> int:
-    from harness.cluster import LABEL_CLUSTER, KafkaCluster, remove_all
-    from harness.engine import docker_client
-    from harness.errors import UsageError
-    from harness.reaper import remove_labelled
+    from base.errors import UsageError
+    from cluster.engine import docker_client
+    from cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster, remove_all
+    from cluster.reaper import remove_labelled
 
     if args.all:
         docker_client()

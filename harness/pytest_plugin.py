@@ -46,8 +46,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def chaos_cluster(request):
     """The session's chaos cluster; with --keep-cluster it is left running (and reused next time)."""
-    from harness.cluster import KafkaCluster
-    from harness.errors import UsageError
+    from base.errors import UsageError
+    from cluster.kafka_cluster import KafkaCluster
     from harness.runner import chaos_cluster_config
 
     keep = request.config.getoption("--keep-cluster")

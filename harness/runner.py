@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from base.errors import UsageError
+from cluster.config import ClusterConfig
+from cluster.kafka_cluster import KafkaCluster
 from harness import scenarios
-from harness.cluster import KafkaCluster
-from harness.config import ClusterConfig
-from harness.errors import UsageError
 from harness.live import LiveDisplay
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,9 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
 
     `cluster`: run on this cluster (the pytest plugin's session cluster) instead of starting or attaching one.
     """
+    from history.writer import HistoryWriter
     from nemesis.control import Nemesis
     from nemesis.schedule import ScheduleRunner
-    from workloads.history import HistoryWriter
     from workloads.run import Workload, WorkloadConfig
 
     opts = options.resolved()
@@ -245,7 +245,7 @@ def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts
 
 
 def _elr_enabled(cluster: KafkaCluster) -> bool:
-    from harness.config import elr_default
+    from cluster.config import elr_default
 
     return cluster.config.elr if cluster.config.elr is not None else elr_default(cluster.version)
 
@@ -256,7 +256,7 @@ def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
     if not opts.check:
         return RunResult(run_dir, 0, None, None)
     from checkers.check import check_run
-    from checkers.report import write_report
+    from report.page import write_report
 
     display.phase("check")
     code = check_run(run_dir, force=True, settings=opts.check_settings())

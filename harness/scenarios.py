@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis.schedule import Schedule, mix, once, sequence, spec, stagger
 
 TOPIC = "chaos"

@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.errors import HarnessError, UsageError
+from base.errors import HarnessError, UsageError
+from base.waiting import retry_call
 from nemesis.events import FaultEvent, Record
 
 
@@ -47,18 +48,12 @@ class Nodes(Target):
 def _partition_state(cluster, topic: str, partition: int, settle_s: float = 5.0):
     """The partition's state now. A broker that lags on metadata (just restarted, or the topic is brand new)
     answers "unknown topic" for a moment: ask again for up to `settle_s` before calling the topic unknown."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        try:
-            states = cluster.describe(topic)
-            break
-        except Exception as e:
-            if time.monotonic() >= deadline:
-                if isinstance(e, HarnessError):
-                    raise
-                raise UsageError(f"cannot describe topic {topic}: {e}",
-                                 "create it, or pass --topic with an existing one") from e
-            time.sleep(0.5)
+    try:
+        states = retry_call(lambda: cluster.describe(topic), settle_s)
+    except HarnessError:
+        raise
+    except Exception as e:
+        raise UsageError(f"cannot describe topic {topic}: {e}", "create it, or pass --topic with an existing one") from e
     for s in states:
         if s.partition == partition:
             return s

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis import registry
 from nemesis.control import Nemesis, sweep
 from nemesis.events import FaultEvent
@@ -64,7 +64,7 @@ def run(args) -> int:
             targets=args.target, topic=args.topic, partition=args.partition, seed=args.seed,
             probability=args.probability, peers=args.peers, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms,
             interval_s=args.interval))
-    from harness.cluster import KafkaCluster
+    from cluster.kafka_cluster import KafkaCluster
 
     cluster = KafkaCluster.attach(args.name)
     if fault is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from harness.errors import HarnessError
+from base.errors import HarnessError
 from nemesis import netrules
 from nemesis.base import Fault
 from nemesis.events import Record, discard

@@ -5,8 +5,8 @@ touches nothing: a latency fault that silently did nothing would make a run clai
 """
 from __future__ import annotations
 
-from harness.errors import EnvironmentProblem, UsageError
-from harness.node import NodeCommandError
+from base.errors import EnvironmentProblem, UsageError
+from cluster.node import NodeCommandError
 from nemesis import netrules
 from nemesis.base import Fault, Target
 

@@ -12,8 +12,8 @@ import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.errors import UsageError
-from harness.node import NodeCommandError
+from base.errors import UsageError
+from cluster.node import NodeCommandError
 from nemesis import netrules
 from nemesis.base import Fault, Followers, Leader, Nodes, Target
 from nemesis.events import CLIENT

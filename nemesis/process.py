@@ -9,8 +9,8 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.cluster import wait_until
-from harness.errors import HarnessError
+from base.errors import HarnessError
+from base.waiting import wait_until
 from nemesis.base import Fault, FaultError, Followers, Leader, Target
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis import latency, network, process
 from nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
 

@@ -16,7 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis import registry
 from nemesis.base import Fault
 from nemesis.control import Nemesis

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from harness.config import ClusterConfig
+from cluster.config import ClusterConfig
 
 TEST_VERSION = os.environ.get("KAFKA_CHAOS_TEST_VERSION") or None
 
@@ -25,7 +25,7 @@ def fast_cluster_config(name: str, **overrides) -> ClusterConfig:
 @pytest.fixture(scope="session")
 def cluster():
     """A 3-broker + 1-controller cluster for the whole test process, removed at the end."""
-    from harness.cluster import KafkaCluster
+    from cluster.kafka_cluster import KafkaCluster
 
     c = KafkaCluster(fast_cluster_config(f"test{os.getpid()}"))
     c.up()

@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from workloads.journal import LineJournal, esc, reads_paths, write_sidecar
+from history.journal import LineJournal, esc, reads_paths, write_sidecar
 from workloads.worker import detach_from_ctrl_c, should_stop
 
 log = logging.getLogger(__name__)

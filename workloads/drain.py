@@ -10,8 +10,9 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from base.waiting import WaitTimeout, retry_call
+from history.journal import LineJournal, reads_paths, write_sidecar
 from workloads.consumer import consumer_config, record_line
-from workloads.journal import LineJournal, reads_paths, write_sidecar
 from workloads.topic import partitions_of
 
 log = logging.getLogger(__name__)
@@ -36,12 +37,11 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     """Wait (bounded) for every partition to have a leader and a full ISR, then read all of it into the journal."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-    from harness.cluster import ClusterTimeout
 
     healthy = True
     try:
         cluster.wait_healthy(topic, timeout=healthy_timeout_s)
-    except ClusterTimeout as e:
+    except WaitTimeout as e:
         healthy = False
         log.warning("final drain: cluster not healthy after %.0f s, reading what is readable: %s",
                     healthy_timeout_s, e)
@@ -97,13 +97,9 @@ def _watermarks(consumer, topic: str, partition: int, timeout_s: float = 60) -> 
     (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE), which is no reason to give up the drain."""
     from confluent_kafka import KafkaException, TopicPartition
 
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        except KafkaException as e:
-            if time.monotonic() > deadline:
-                raise
-            log.info("final drain: end offset of partition %d not yet readable (%s); retrying", partition,
-                     e.args[0].name() if e.args else e)
-            time.sleep(0.5)
+    def note(e: BaseException) -> None:
+        log.info("final drain: end offset of partition %d not yet readable (%s); retrying", partition,
+                 e.args[0].name() if getattr(e, "args", None) else e)
+
+    return retry_call(lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10),
+                      timeout_s, errors=KafkaException, on_retry=note)

@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from workloads.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
+from history.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
 from workloads.outcomes import FAIL, INFO, OK, classify
 from workloads.profile import ProducerProfile
 from workloads.worker import detach_from_ctrl_c, should_stop

@@ -10,11 +10,11 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError, UsageError
+from base.errors import HarnessError, UsageError
+from history.build import HistorySummary
+from history.writer import HistoryWriter
 from workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
 from workloads.drain import DrainResult, final_drain
-from workloads.history import HistoryWriter
-from workloads.history_build import HistorySummary
 from workloads.producer import COUNTER_SLOTS, INVOKED, SENT_FAIL, SENT_INFO, SENT_OK, ProducerSpec, run_producer
 from workloads.profile import ProducerProfile
 from workloads.sampler import ClusterSampler

@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-import docker
 import pytest
 
-from harness.cluster import LABEL
+import docker
+from cluster.kafka_cluster import LABEL
 
 pytestmark = [pytest.mark.chaos, pytest.mark.quick]
 ROOT = Path(__file__).resolve().parents[2]

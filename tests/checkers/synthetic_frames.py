@@ -2,9 +2,9 @@
 import tempfile
 from functools import lru_cache
 
-from checkers.history_io import read_table
-from checkers.schema import READS_SCHEMA, SENDS_SCHEMA
-from checkers.synthetic import write_synthetic_run
+from history.reader import read_table
+from history.schema import READS_SCHEMA, SENDS_SCHEMA
+from history.synthetic import write_synthetic_run
 
 
 @lru_cache(maxsize=1)

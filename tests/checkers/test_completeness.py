@@ -1,6 +1,6 @@
 """No verdict without a complete drain: which partitions a run's final drain read whole, and why not."""
 from checkers.completeness import completeness
-from checkers.history_io import RunMeta
+from history.reader import RunMeta
 
 
 def meta(**kw) -> RunMeta:

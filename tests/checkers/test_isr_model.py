@@ -5,7 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from checkers.isr_model import FaultEvent, ModelConfig, run_model
+from checkers.model.isr import FaultEvent, ModelConfig, run_model
 
 S = 1_000_000_000
 T0 = 1_000 * S
@@ -188,7 +188,7 @@ def test_a_killed_dedicated_controller_fences_nobody_until_it_restarts():
 
 
 def test_the_model_config_takes_brokers_and_controllers_from_meta_json(tmp_path):
-    from checkers.history_io import load_meta
+    from history.reader import load_meta
     (tmp_path / "meta.json").write_text(json.dumps({
         "run_id": "r", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2,
         "brokers": [1, 2, 3], "controllers": [101]}))

@@ -2,12 +2,11 @@
 import pandas as pd
 import pytest
 
-from checkers import instances
-from checkers import anomalies
+from checkers import anomalies, instances
 from checkers.anomalies import find_anomalies_spark
-from checkers.reference import count, find_anomalies
-from checkers.synthetic import write_synthetic_run
 from checkers.availability import reference_buckets
+from checkers.reference import count, find_anomalies
+from history.synthetic import write_synthetic_run
 from tests.checkers.conftest import MS, T, frames, write_run
 from tests.checkers.test_anomaly_definitions import CASES
 
@@ -39,8 +38,8 @@ def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypat
     run = write_synthetic_run(tmp_path / "inj", sends=3000, seed=4, consumers=2, inject=inject)
     found = find_anomalies_spark(spark, {"inj": run}).for_run("inj")
     got = found.instances
-    from checkers.history_io import read_table
-    from checkers.schema import READS_SCHEMA, SENDS_SCHEMA
+    from history.reader import read_table
+    from history.schema import READS_SCHEMA, SENDS_SCHEMA
     s = read_table(run / "history/sends.parquet", SENDS_SCHEMA)
     r = read_table(run / "history/reads.parquet", READS_SCHEMA)
     pd.testing.assert_frame_equal(got, find_anomalies(s, r))

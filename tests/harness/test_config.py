@@ -1,9 +1,9 @@
 """server.properties generation: what each node is told, without starting anything."""
 import pytest
 
-from harness import config as cfg
-from harness.config import ClusterConfig
-from harness.errors import UsageError
+from base.errors import UsageError
+from cluster import config as cfg
+from cluster.config import ClusterConfig
 
 CONTROLLERS = {101: "172.29.9.101"}
 

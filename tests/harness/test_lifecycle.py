@@ -5,11 +5,11 @@ import subprocess
 import sys
 import time
 
-import docker
 import pytest
 
-from harness.cluster import LABEL_CLUSTER, KafkaCluster
-from harness.errors import UsageError
+import docker
+from base.errors import UsageError
+from cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster
 from tests.conftest import fast_cluster_config
 from tests.harness.kafka_io import consume_all, produce
 
@@ -60,7 +60,7 @@ def test_subnet_conflict_is_a_clear_error(cluster):
 
 def _start_owner(name: str) -> subprocess.Popen:
     code = (
-        "import sys, time; from harness.cluster import KafkaCluster; from tests.conftest import fast_cluster_config\n"
+        "import sys, time; from cluster.kafka_cluster import KafkaCluster; from tests.conftest import fast_cluster_config\n"
         f"c = KafkaCluster(fast_cluster_config({name!r}, brokers=1, min_insync_replicas=1)); c.up()\n"
         "print('UP', flush=True); time.sleep(600)\n"
     )
@@ -114,7 +114,7 @@ def test_an_image_that_cannot_be_had_is_a_clear_error(cluster):
 
 
 def test_three_controllers_elect_a_new_active_one_when_it_dies(cluster):
-    from harness.cluster import wait_until
+    from base.waiting import wait_until
 
     name = f"q3{os.getpid()}"
     with KafkaCluster(fast_cluster_config(name, kafka_version=cluster.version, controllers=3)) as c:

@@ -1,5 +1,4 @@
 """How the pytest plugin reports a chaos run's verdict: a run without a verdict is an error, never a pass."""
-import pytest
 
 pytest_plugins = ["pytester"]
 

@@ -1,9 +1,9 @@
 """`kafka-chaos run` and `scenarios`: bad input fails with exit 2 before any container starts."""
-import docker
 import pytest
 
+import docker
+from cluster.kafka_cluster import LABEL
 from harness.cli import main
-from harness.cluster import LABEL
 from harness.runner import RunOptions
 from harness.scenarios import CATALOG
 

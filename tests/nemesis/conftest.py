@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster import wait_until
-from harness.errors import UsageError
+from base.errors import UsageError
+from base.waiting import wait_until
 from nemesis.control import Nemesis
 from nemesis.events import EventLog
 

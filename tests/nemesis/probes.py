@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import socket
 
-from harness.config import BROKER_PORT, CONTROLLER_PORT
+from cluster.config import BROKER_PORT, CONTROLLER_PORT
 from nemesis import netrules
 
 
 def wait_healthy(cluster, topic: str, timeout: float = 90) -> None:
     """cluster.wait_healthy, tolerating the "unknown topic" a just-restarted broker answers until it catches up."""
-    from harness.cluster import wait_until
-    from harness.errors import UsageError
+    from base.errors import UsageError
+    from base.waiting import wait_until
 
     def healthy():
         try:

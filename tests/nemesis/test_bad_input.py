@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis import registry
 from nemesis.registry import FaultArgs
 from tests.nemesis.probes import assert_no_rules_of_ours

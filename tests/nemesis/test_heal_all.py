@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.cluster import wait_until
+from base.waiting import wait_until
 from nemesis.schedule import ScheduleRunner, mix, once, sequence, spec
 from tests.nemesis.probes import assert_no_rules_of_ours
 
@@ -54,7 +54,7 @@ def test_heal_all_runs_when_the_caller_raises(cluster, nem, events):
 
 SCRIPT = """
 import json, sys
-from harness.cluster import KafkaCluster
+from cluster.kafka_cluster import KafkaCluster
 from nemesis.schedule import mix, once, run_schedule, spec
 cluster = KafkaCluster.attach(sys.argv[1])
 schedule = mix(once(0, spec("pause", targets=[2]), 120), once(0.5, spec("isolate", targets=[3]), 120))

@@ -7,7 +7,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from harness.cluster import wait_until
+from base.waiting import wait_until
 from nemesis import netrules, registry
 from nemesis.events import CLIENT
 from nemesis.registry import FaultArgs

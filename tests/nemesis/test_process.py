@@ -6,7 +6,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from harness.cluster import wait_until
+from base.waiting import wait_until
 from nemesis import registry
 from nemesis.registry import FaultArgs
 from tests.nemesis.probes import wait_healthy

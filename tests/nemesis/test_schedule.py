@@ -1,7 +1,7 @@
 """Schedules are pure plans: the same seed gives the same plan, without a cluster."""
 import pytest
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from nemesis.schedule import FaultSpec, mix, once, sequence, spec, stagger
 
 

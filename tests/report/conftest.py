@@ -1,9 +1,9 @@
-"""Results directories for the report tests, made by checkers.report_sample (hand-written verdict and anomalies)."""
+"""Results directories for the report tests, made by history.sample (hand-written verdict and anomalies)."""
 from __future__ import annotations
 
 import pytest
 
-from checkers.report_sample import SampleRun, write_sample_run
+from history.sample import SampleRun, write_sample_run
 
 
 @pytest.fixture
@@ -30,6 +30,6 @@ def shared_runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def shared_reports(shared_runs):
     """name -> (results directory, report.html text) for the shared runs."""
-    from checkers.report import write_report
+    from report.page import write_report
 
     return {name: (path, write_report(path).read_text()) for name, path in shared_runs.items()}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.browser import BrowserOptions, HeadlessChromium
-from checkers.suite import write_suite
+from report.browser import BrowserOptions, HeadlessChromium
+from report.suite import write_suite
 
 pytestmark = pytest.mark.browser
 

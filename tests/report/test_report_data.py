@@ -8,10 +8,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.report_data import (ReportOptions, anomaly_markers, bucket_width_s, fault_windows,
-                                  load_run, offset_ranges, partition_series, reads_near, timeline)
-from checkers.schema import FAULTS_SCHEMA
-from harness.errors import HarnessError
+from base.errors import HarnessError
+from history.schema import FAULTS_SCHEMA
+from report.data import (
+    ReportOptions,
+    anomaly_markers,
+    bucket_width_s,
+    fault_windows,
+    load_run,
+    offset_ranges,
+    partition_series,
+    reads_near,
+    timeline,
+)
 
 
 @pytest.mark.parametrize("duration_s, width", [(60, 1.0), (600, 1.0), (3 * 3600, 10.0), (10, 0.2)])

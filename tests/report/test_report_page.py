@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from checkers.report import write_report
-from checkers.report_data import ReportOptions
-from checkers.synthetic import write_synthetic_run
-from harness.errors import HarnessError
+from base.errors import HarnessError
+from history.synthetic import write_synthetic_run
+from report.data import ReportOptions
+from report.page import write_report
 from tests.report.page import figure, parse, values, visible_text
 
 
@@ -188,7 +188,7 @@ def test_no_history_is_bad_input(tmp_path):
 
 
 def test_the_checkers_synthetic_runs_get_a_report(tmp_path):
-    """The report reads what checkers.synthetic writes (the documented format), before any check."""
+    """The report reads what history.synthetic writes (the documented format), before any check."""
     path = write_synthetic_run(tmp_path / "synthetic", sends=3000, partitions=3, seed=1, faults=True)
     html = report_html(path)
     assert 'data-verdict="unchecked"' in html

@@ -5,7 +5,7 @@ import json
 import os
 import re
 
-from checkers.suite import SuiteOptions, write_suite
+from report.suite import SuiteOptions, write_suite
 from tests.report.page import parse, visible_text
 
 

@@ -9,8 +9,8 @@ import json
 import sys
 import time
 
-from harness.cluster import KafkaCluster
-from workloads.history import HistoryWriter
+from cluster.kafka_cluster import KafkaCluster
+from history.writer import HistoryWriter
 from workloads.profile import ProducerProfile
 from workloads.run import Workload, WorkloadConfig
 

@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cluster import wait_until
-from workloads.history import repair
-from workloads.journal import producer_paths, read_progress
+from base.waiting import wait_until
+from history.journal import producer_paths, read_progress
+from history.writer import repair
 
 pytestmark = pytest.mark.cluster
 

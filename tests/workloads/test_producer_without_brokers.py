@@ -8,8 +8,8 @@ import threading
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from workloads.history import HistoryWriter
-from workloads.journal import producer_paths, read_progress
+from history.journal import producer_paths, read_progress
+from history.writer import HistoryWriter
 from workloads.producer import ProducerSpec, ProducerWorker
 from workloads.profile import ProducerProfile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from harness.errors import UsageError
+from base.errors import UsageError
 from workloads.outcomes import FAIL, INFO, classify
 from workloads.profile import ProducerProfile
 from workloads.run import WorkloadConfig

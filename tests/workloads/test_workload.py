@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from workloads.history import HistoryWriter
-from workloads.journal import producer_paths, read_progress
+from history.journal import producer_paths, read_progress
+from history.writer import HistoryWriter
 from workloads.profile import ProducerProfile
 from workloads.run import Workload, WorkloadConfig
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.schema import HISTORY_FILES, META_REQUIRED
-from harness.errors import HarnessError
+from base.errors import HarnessError
+from history.schema import HISTORY_FILES, META_REQUIRED
 
 NEWEST_KNOWN_KAFKA = "4.4.0"
 

@@ -15,10 +15,8 @@ import plotly.graph_objects as go
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from checkers import report_data as data
-from checkers import report_figures as figures
-from checkers import report_tables as tables
-from checkers.report_data import ReportOptions, RunData
+from report import data, figures, tables
+from report.data import ReportOptions, RunData
 
 TEMPLATES = Path(__file__).parent / "templates"
 REPORT_NAME = "report.html"

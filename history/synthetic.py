@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 START_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z: a fixed clock keeps runs reproducible
 SESSION_TIMEOUT_NS = 9_000_000_000

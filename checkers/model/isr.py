@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from checkers.history_io import RunMeta, version_tuple
-from checkers.observed import intersect_windows
+from checkers.model.observed import intersect_windows
+from history.reader import RunMeta, version_tuple
 
 TICK_NS = 100_000_000
 REPLICATION_SLACK_NS = 1_500_000_000    # a follower may trail by replica.fetch.wait.max.ms (500 ms), more on a busy box

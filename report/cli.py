@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import UsageError
+from base.errors import UsageError
 
 
 def register_report(sub) -> None:
@@ -23,8 +23,8 @@ register = register_report  # harness.cli calls `register(subparsers)` on every 
 
 def run_report(args: argparse.Namespace) -> int:
     # imported here so `kafka-chaos --help` does not pay for pandas and plotly
-    from checkers.report import write_report
-    from checkers.suite import SuiteOptions, write_suite
+    from report.page import write_report
+    from report.suite import SuiteOptions, write_suite
 
     if bool(args.results_dir) == bool(args.suite):
         raise UsageError("give either RESULTS_DIR or --suite RESULTS_ROOT",

@@ -14,8 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.schema import (ANOMALIES_SCHEMA, ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA,
-                             SENDS_SCHEMA)
+from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 T0_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 

@@ -12,10 +12,10 @@ import shutil
 import time
 from pathlib import Path
 
-from checkers.schema import META_REQUIRED
-from harness.errors import UsageError
-from workloads.history_build import HistorySummary, build_history
-from workloads.journal import CLUSTER_FILE, FAULTS_FILE, EventJournal, write_atomic
+from base.errors import UsageError
+from history.build import HistorySummary, build_history
+from history.journal import CLUSTER_FILE, FAULTS_FILE, EventJournal, write_atomic
+from history.schema import META_REQUIRED
 
 RUN_MARKERS = ("meta.json", "history")
 

@@ -1,10 +1,10 @@
 """The Docker engine the harness talks to: whatever DOCKER_HOST / the default socket points at."""
 from __future__ import annotations
 
-import docker
 import docker.errors
 
-from harness.errors import EnvironmentProblem
+import docker
+from base.errors import EnvironmentProblem
 
 
 def docker_client() -> docker.DockerClient:

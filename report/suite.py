@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from checkers.report import REPORT_NAME, template_environment, write_report
-from checkers.report_data import ReportOptions, sends_path
-from harness.errors import HarnessError
+from base.errors import HarnessError
+from report.data import ReportOptions, sends_path
+from report.page import REPORT_NAME, template_environment, write_report
 
 log = logging.getLogger(__name__)
 INDEX_NAME = "index.html"

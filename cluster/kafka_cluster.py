@@ -12,22 +12,21 @@ import logging
 import os
 import subprocess
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-import docker
 import docker.errors
 from docker.types import IPAMConfig, IPAMPool
-from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from harness import config as cfg
-from harness.config import ClusterConfig
-from harness.engine import docker_client
-from harness.errors import EnvironmentProblem, HarnessError, UsageError
-from harness.node import Node
-from harness.paths import DOCKER_CONTEXT
-from harness.reaper import LABEL_RUN, Reaper, remove_labelled
+import docker
+from base.errors import EnvironmentProblem, UsageError
+from base.paths import DOCKER_CONTEXT
+from base.waiting import WaitTimeout, wait_until
+from cluster import config as cfg
+from cluster.config import ClusterConfig
+from cluster.engine import docker_client
+from cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
+from cluster.node import Node
+from cluster.reaper import LABEL_RUN, Reaper, remove_labelled
 
 log = logging.getLogger(__name__)
 
@@ -36,53 +35,6 @@ LABEL_CLUSTER = "kafka-chaos.cluster"
 LABEL_OWNER = "kafka-chaos.owner-pid"
 LABEL_CONFIG = "kafka-chaos.config"
 SUBNET_POOL = ipaddress.ip_network("172.29.0.0/16")
-
-
-class ClusterTimeout(HarnessError):
-    """A readiness or health wait ran out."""
-
-
-@dataclass
-class PartitionState:
-    partition: int
-    leader: int | None
-    replicas: list[int]
-    isr: list[int]
-
-
-def wait_until(condition: Callable[[], object], timeout: float, message: str | Callable[[], str],
-               interval: float = 0.5) -> object:
-    """Poll `condition` until it returns something truthy; ClusterTimeout with `message` after `timeout` s.
-
-    Errors from the condition count as "not yet" (a broker that is down answers with errors), except
-    ClusterTimeout, which a condition raises to give up early (a node exited). The last error joins the message.
-    """
-    last_error: list[Exception] = []
-
-    def attempt():
-        try:
-            return condition()
-        except ClusterTimeout:
-            raise
-        except Exception as e:
-            log.debug("wait_until: %s", e)
-            last_error[:] = [e]
-            return None
-
-    try:
-        for a in Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(interval),
-                          retry=retry_if_result(lambda r: not r), reraise=True):
-            with a:
-                result = attempt()
-                a.retry_state.set_result(result)
-            if result:
-                return result
-    except RetryError:
-        pass
-    text = message() if callable(message) else message
-    if last_error:
-        text += f" (last error: {last_error[0]})"
-    raise ClusterTimeout(text)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -95,7 +47,7 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-class KafkaCluster:
+class KafkaCluster(ClusterMetadata):
     """Start with `up()` or as a context manager; `attach(name)` finds a cluster started by another process."""
 
     def __init__(self, config: ClusterConfig | None = None, *, persistent: bool = False,
@@ -163,7 +115,7 @@ class KafkaCluster:
 
     def up(self, timeout: float = 120) -> "KafkaCluster":
         """Resolve jars and image, create network and nodes, wait until every broker has registered."""
-        from harness import distribution, image
+        from cluster import distribution, image
 
         sweep_orphans(self.client)
         self._check_name_free()
@@ -284,7 +236,7 @@ class KafkaCluster:
         def ready():
             for n in self.nodes:
                 if n.state() in ("exited", "dead", "missing"):
-                    raise ClusterTimeout(f"{n} exited while starting. Last log lines:\n{n.logs(tail=30)}")
+                    raise WaitTimeout(f"{n} exited while starting. Last log lines:\n{n.logs(tail=30)}")
             md = self.admin().list_topics(timeout=3)
             return want <= set(md.brokers)
 
@@ -334,150 +286,6 @@ class KafkaCluster:
             self.nodes.append(Node(node_id, role, c.name, self._ip(role, node_id), client))
         self.nodes.sort(key=lambda n: (n.role != "broker", n.id))
         return self
-
-    # ---- live metadata -------------------------------------------------------------------------------------
-    def admin(self):
-        from confluent_kafka.admin import AdminClient
-
-        if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000,
-                                       "socket.connection.setup.timeout.ms": 3000,
-                                       "reconnect.backoff.max.ms": 1000, "log_level": 0})
-        return self._admin
-
-    def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
-                     configs: dict[str, str] | None = None, timeout: float = 30) -> None:
-        from confluent_kafka.admin import NewTopic
-
-        def create() -> bool:     # retried: brokers forward to the controller, which may just have failed over
-            fut = self.admin().create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
-                                             request_timeout=10)[topic]
-            try:
-                fut.result(timeout=15)
-            except Exception as e:
-                if "TOPIC_ALREADY_EXISTS" not in str(e) or topic not in self.topics():
-                    raise
-            return True
-
-        wait_until(create, timeout, f"could not create topic {topic}")
-        wait_until(lambda: self.partitions_healthy(topic), timeout,
-                   lambda: f"topic {topic} not ready after {timeout:.0f} s: {self._describe_or_error(topic)}")
-
-    def delete_topics(self, topics: list[str] | None = None, timeout: float = 30) -> None:
-        topics = topics if topics is not None else self.topics()
-        if not topics:
-            return
-        def delete() -> bool:      # retried: just after a controller restart the first request may time out
-            for fut in self.admin().delete_topics(topics, request_timeout=10).values():
-                try:
-                    fut.result(timeout=15)
-                except Exception as e:
-                    if "UNKNOWN_TOPIC" not in str(e):
-                        raise
-            return True
-
-        wait_until(delete, timeout, f"could not delete topics {topics}")
-        wait_until(lambda: not set(topics) & set(self.topics()), timeout, f"topics {topics} still exist")
-
-    def topics(self) -> list[str]:
-        md = self.admin().list_topics(timeout=5)
-        return sorted(t for t in md.topics if not t.startswith("__"))
-
-    def describe(self, topic: str, timeout: float = 5) -> list[PartitionState]:
-        """Leader, replicas and ISR per partition, from a Metadata request that any live broker answers.
-
-        (Not DescribeTopics: librdkafka sends that to the "controller" KRaft reports to clients, which is a random
-        broker and may be the one a fault just killed.)
-        """
-        md = self.admin().list_topics(topic=topic, timeout=timeout)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None:
-            raise UsageError(f"topic {topic} is unknown to the cluster ({t.error if t else 'absent'})",
-                             "create it first")
-        return sorted((PartitionState(p.id, p.leader if p.leader >= 0 else None, list(p.replicas), list(p.isrs))
-                       for p in t.partitions.values()), key=lambda s: s.partition)
-
-    def partition(self, topic: str, partition: int) -> PartitionState:
-        for s in self.describe(topic):
-            if s.partition == partition:
-                return s
-        raise UsageError(f"topic {topic} has no partition {partition}", "check the partition number")
-
-    def leader(self, topic: str, partition: int = 0) -> int | None:
-        return self.partition(topic, partition).leader
-
-    def isr(self, topic: str, partition: int = 0) -> list[int]:
-        return self.partition(topic, partition).isr
-
-    def high_watermarks(self, topic: str, timeout: float = 5) -> dict[int, int]:
-        from confluent_kafka import IsolationLevel, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        parts = [TopicPartition(topic, s.partition) for s in self.describe(topic, timeout)]
-        res = self.admin().list_offsets({tp: OffsetSpec.latest() for tp in parts},
-                                        isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout)
-        return {tp.partition: fut.result(timeout=timeout).offset for tp, fut in res.items()}
-
-    def active_controller(self) -> int | None:
-        """The KRaft quorum leader: the highest-epoch leader recorded in the running controllers' quorum-state."""
-        best: tuple[int, int] | None = None
-        for n in self.controllers:
-            if not n.is_running():
-                continue
-            text = n.read_file("/var/lib/kafka/data/__cluster_metadata-0/quorum-state")
-            if not text:
-                continue
-            state = json.loads(text)
-            leader, epoch = state.get("leaderId", -1), state.get("leaderEpoch", -1)
-            if leader is not None and leader >= 0 and (best is None or epoch > best[1]):
-                best = (leader, epoch)
-        return best[0] if best else None
-
-    def partitions_healthy(self, topic: str) -> bool:
-        """Every partition of `topic` has a leader and a full ISR."""
-        return all(s.leader is not None and set(s.isr) == set(s.replicas) for s in self.describe(topic))
-
-    def is_healthy(self, topic: str) -> bool:
-        """Every node runs unpaused, and every partition has a leader and a full ISR."""
-        return all(n.state() == "running" for n in self.nodes) and self.partitions_healthy(topic)
-
-    def wait_healthy(self, topic: str, timeout: float = 60) -> None:
-        wait_until(lambda: self.is_healthy(topic), timeout,
-                   lambda: f"topic {topic} not healthy after {timeout:.0f} s: {self._describe_or_error(topic)}")
-
-    def _describe_or_error(self, topic: str) -> str:
-        try:
-            return "; ".join(f"p{s.partition} leader={s.leader} isr={s.isr} replicas={s.replicas}"
-                             for s in self.describe(topic))
-        except Exception as e:
-            return f"cannot describe it ({e})"
-
-    def status(self) -> str:
-        """Nodes with their state, then per topic partition its leader and ISR."""
-        lines = [f"cluster {self.config.name}: Kafka {self.version}, network {self.network_name} {self.subnet}",
-                 f"bootstrap servers: {self.bootstrap_servers}", "",
-                 f"{'NODE':>6}  {'ROLE':<10}  {'STATE':<8}  {'ADDRESS':<15}  CONTAINER"]
-        controller = None
-        try:
-            controller = self.active_controller()
-        except HarnessError:
-            pass
-        for n in self.nodes:
-            mark = "  (active controller)" if n.id == controller else ""
-            lines.append(f"{n.id:>6}  {n.role:<10}  {n.state():<8}  {n.ip:<15}  {n.name}{mark}")
-        try:
-            topics = self.topics()
-        except Exception as e:
-            lines.append(f"\ntopics: cannot list them ({e})")
-            return "\n".join(lines)
-        lines.append("")
-        lines.append(f"{'TOPIC':<20} {'PARTITION':>9}  {'LEADER':>6}  {'ISR':<12}  REPLICAS" if topics
-                     else "no topics")
-        for t in topics:
-            for s in self.describe(t):
-                lines.append(f"{t:<20} {s.partition:>9}  {s.leader if s.leader is not None else '-':>6}  "
-                             f"{','.join(map(str, s.isr)):<12}  {','.join(map(str, s.replicas))}")
-        return "\n".join(lines)
 
 
 def sweep_orphans(client: docker.DockerClient) -> int:

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from checkers.schema import ANOMALY_KINDS  # noqa: F401  (re-exported for the tables)
-from harness.errors import HarnessError
+from base.errors import HarnessError
+from history.schema import ANOMALY_KINDS  # noqa: F401  (re-exported for the tables)
 
 SEND_COLUMNS = ["op_id", "producer", "acks", "idempotent", "partition", "offset", "outcome", "error",
                 "t_invoke_ns", "t_complete_ns"]

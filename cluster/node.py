@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import docker
 import docker.errors
 
-from harness.errors import HarnessError
+import docker
+from base.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
 import docker.errors
 
-from harness.distribution import KafkaDistribution
-from harness.errors import EnvironmentProblem, UsageError
-from harness.paths import DOCKER_CONTEXT, cache_dir
+import docker
+from base.errors import EnvironmentProblem, UsageError
+from base.paths import DOCKER_CONTEXT, cache_dir
+from cluster.distribution import KafkaDistribution
 
 log = logging.getLogger(__name__)
 

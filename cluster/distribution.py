@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import EnvironmentProblem, UsageError
-from harness.paths import DOCKER_CONTEXT, cache_dir
+from base.errors import EnvironmentProblem, UsageError
+from base.paths import DOCKER_CONTEXT, cache_dir
 
 log = logging.getLogger(__name__)
 

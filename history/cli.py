@@ -16,7 +16,7 @@ def register(subparsers) -> None:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    from workloads.history import repair
+    from history.writer import repair
 
     summary = repair(args.dir)
     print(f"{args.dir}: {summary}")

@@ -18,10 +18,18 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from checkers.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
-from harness.errors import HarnessError
-from workloads.journal import (CLUSTER_FILE, COMPLETE_COLUMNS, FAULTS_FILE, INVOKE_COLUMNS, NULL, READ_COLUMNS,
-                               complete_lines, unesc)
+from base.errors import HarnessError
+from history.journal import (
+    CLUSTER_FILE,
+    COMPLETE_COLUMNS,
+    FAULTS_FILE,
+    INVOKE_COLUMNS,
+    NULL,
+    READ_COLUMNS,
+    complete_lines,
+    unesc,
+)
+from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 log = logging.getLogger(__name__)
 

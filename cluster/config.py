@@ -6,7 +6,7 @@ import json
 import uuid
 from dataclasses import asdict, dataclass, field
 
-from harness.errors import UsageError
+from base.errors import UsageError
 
 BROKER_PORT, CONTROLLER_PORT = 9092, 9093
 FIRST_CONTROLLER_ID = 101
