@@ -47,7 +47,8 @@ def add_checker_output(run: Path, lost: int, seed: int = 1) -> None:
     table = pa.table({
         "kind": ["lost"] * len(rows), "partition": rows["partition"].astype("int32"),
         "offset": rows["offset"].astype("int64"), "value": rows["value"], "producer": rows["producer"],
-        "op_id": rows["op_id"], "t_invoke_ns": rows["t_invoke_ns"], "t_complete_ns": rows["t_complete_ns"].astype("int64"),
+        "op_id": rows["op_id"], "t_invoke_ns": rows["t_invoke_ns"],
+        "t_complete_ns": rows["t_complete_ns"].astype("int64"),
         "t_read_ns": pa.nulls(len(rows), pa.int64()),
         "classification": np.where(violation, "violation", "allowed"),
         "durability": np.where(violation, "guaranteed", "at_risk"),

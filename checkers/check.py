@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from base.errors import HarnessError, UsageError
 from checkers import availability, reference
 from checkers.completeness import completeness
-from checkers.model.isr import ModelConfig, ModelResult, run_model
+from checkers.model import ModelConfig, ModelResult, run_model
 from checkers.verdict import anomalies_table, build_verdict, judge
 from history.reader import HistoryError, RunMeta, load_meta, read_table, validate_run
 from history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA

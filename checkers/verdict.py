@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from checkers import availability
 from checkers.completeness import Completeness
-from checkers.model.isr import ModelResult
+from checkers.model import ModelResult
 from checkers.reference import Counts
 from history.reader import RunMeta
 from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS

@@ -92,7 +92,8 @@ def _sends(sample: SampleRun, rng: np.random.Generator) -> dict:
     return {
         "op_id": np.arange(n, dtype=np.int64), "process": (np.arange(n) % 4).astype(np.int32),
         "producer": np.where(producer_idx == 0, "p0", "p1"), "acks": np.where(producer_idx == 0, "all", "1"),
-        "idempotent": producer_idx == 0, "key": pa.nulls(n, pa.string()), "value": np.char.add("v", np.arange(n).astype(str)),
+        "idempotent": producer_idx == 0, "key": pa.nulls(n, pa.string()),
+        "value": np.char.add("v", np.arange(n).astype(str)),
         "partition": partition, "offset": pa.array(offset, mask=offset < 0), "outcome": outcome,
         "error": pa.array(error, type=pa.string()), "t_invoke_ns": t_invoke,
         "t_complete_ns": pa.array(t_complete, mask=t_complete < 0),

@@ -53,7 +53,8 @@ def _partition_state(cluster, topic: str, partition: int, settle_s: float = 5.0)
     except HarnessError:
         raise
     except Exception as e:
-        raise UsageError(f"cannot describe topic {topic}: {e}", "create it, or pass --topic with an existing one") from e
+        raise UsageError(f"cannot describe topic {topic}: {e}",
+                         "create it, or pass --topic with an existing one") from e
     for s in states:
         if s.partition == partition:
             return s

@@ -31,7 +31,8 @@ AXIS_STYLE = dict(gridcolor="#ececec", linecolor="#bdbdbd", zerolinecolor="#e0e0
 def _base_layout(fig: go.Figure, height: int, title: str) -> None:
     fig.update_xaxes(**AXIS_STYLE)
     fig.update_yaxes(**AXIS_STYLE)
-    fig.update_layout(template="none", paper_bgcolor="white", plot_bgcolor="white", height=height, font=FONT, title=dict(text=title, x=0, font_size=15),
+    fig.update_layout(template="none", paper_bgcolor="white", plot_bgcolor="white", height=height, font=FONT,
+                      title=dict(text=title, x=0, font_size=15),
                       margin=dict(l=70, r=20, t=80, b=40), hovermode="x unified",
                       legend=dict(orientation="v", yanchor="top", y=1.0, x=1.01, xanchor="left",
                                   font=dict(size=11)))

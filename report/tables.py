@@ -229,7 +229,8 @@ def anomaly_examples(run: RunData, options: ReportOptions) -> dict[str, list[Exa
         first = frame[frame["kind"] == kind].sort_values(["_v", "_t"], na_position="last")
         firsts[kind] = first.head(options.examples_per_kind).to_dict("records")
     places = [(p, o) for rows in firsts.values() for r in rows
-              if (p := _int_or_none(r.get("partition"))) is not None and (o := _int_or_none(r.get("offset"))) is not None]
+              if (p := _int_or_none(r.get("partition"))) is not None
+              and (o := _int_or_none(r.get("offset"))) is not None]
     reads = reads_near(run.path, places, options.neighbour_span)
     return {kind: [_example(run, reads, r, options) for r in rows] for kind, rows in firsts.items()}
 

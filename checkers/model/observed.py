@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from checkers.model.windows import intersect_windows  # noqa: F401  (the judge asks for it here)
+
 TOLERANCE_NS = 10_000_000_000
 PERSIST = 2
 
@@ -110,16 +112,6 @@ def isr_below(samples: pd.DataFrame, need: int, slack_ns: int = 1_000_000_000) -
                 out.append((int(p), run[0] + slack_ns, run[-1] - slack_ns))
             run = []
     return out
-
-
-def intersect_windows(a: list[tuple[int, int, int]], b: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Per partition, the times both lists of (partition, start, end) windows cover."""
-    out = []
-    for pa, a0, a1 in a:
-        for pb, b0, b1 in b:
-            if pa == pb and max(a0, b0) < min(a1, b1):
-                out.append((pa, max(a0, b0), min(a1, b1)))
-    return sorted(out)
 
 
 def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from checkers.model.isr import FaultEvent, ModelConfig, run_model
+from checkers.model import FaultEffect, ModelConfig, run_model
 
 S = 1_000_000_000
 T0 = 1_000 * S
@@ -18,17 +18,17 @@ def cfg(acks=("all",), min_isr=2, unclean=False, version="4.1.0", elr=None, **kw
 
 
 def kill(node, t):
-    return FaultEvent(t_ns=t, action="start", effect="kill", nodes=(node,), fault="kill")
+    return FaultEffect(t_ns=t, action="start", effect="kill", nodes=(node,), fault="kill")
 
 
 def restart(node, t):
-    return FaultEvent(t_ns=t, action="heal", effect="kill", nodes=(node,), fault="kill")
+    return FaultEffect(t_ns=t, action="heal", effect="kill", nodes=(node,), fault="kill")
 
 
 def isolate(node, t, action="start", client=True, nodes=(1, 2, 3)):
     others = [n for n in nodes if n != node]
     drops = [[node, o] for o in others] + [[o, node] for o in others]
-    return FaultEvent(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate",
+    return FaultEffect(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate",
                       drops=tuple(tuple(d) for d in drops))
 
 
@@ -93,9 +93,9 @@ def test_elr_lets_a_cleanly_stopped_last_isr_member_lead_again_without_loss():
     # min ISR 2, five nodes. 3 dies: ISR {1, 2}. 2 dies: ISR {1} < min ISR, so 2 enters the ELR.
     # 1 is stopped cleanly; 2 restarts: ELR (not an unclean election) makes it leader, and it holds every
     # write acked with acks=all, since those needed 2 in the ISR.
-    stop1 = FaultEvent(T0 + 80 * S, "start", "stop", (1,))
-    timeline = [kill(3, T0 + 10 * S), FaultEvent(T0 + 60 * S, "start", "stop", (2,)), stop1,
-                FaultEvent(T0 + 100 * S, "heal", "stop", (2,))]
+    stop1 = FaultEffect(T0 + 80 * S, "start", "stop", (1,))
+    timeline = [kill(3, T0 + 10 * S), FaultEffect(T0 + 60 * S, "start", "stop", (2,)), stop1,
+                FaultEffect(T0 + 100 * S, "heal", "stop", (2,))]
     model = run_model(cfg(acks=("all",), min_isr=2, version="4.1.0", brokers=(1, 2, 3, 4, 5)), timeline,
                       t_begin=T0, t_end=T0 + 200 * S)
     assert any(e["event"] == "isr" and 2 in e["elr"] for e in model.events)
@@ -104,8 +104,8 @@ def test_elr_lets_a_cleanly_stopped_last_isr_member_lead_again_without_loss():
 
 
 def test_power_loss_of_every_replica_loses_the_unflushed_tail():
-    timeline = [FaultEvent(T0 + 100 * S, "start", "power_loss", (n,)) for n in (1, 2, 3)] + \
-               [FaultEvent(T0 + 110 * S, "heal", "power_loss", (n,)) for n in (1, 2, 3)]
+    timeline = [FaultEffect(T0 + 100 * S, "start", "power_loss", (n,)) for n in (1, 2, 3)] + \
+               [FaultEffect(T0 + 110 * S, "heal", "power_loss", (n,)) for n in (1, 2, 3)]
     model = run_model(cfg(), timeline, t_begin=T0, t_end=T0 + 300 * S)
     status, reason = model.durability(0, T0 + 90 * S, "all")
     assert status == "at_risk" and "power loss" in reason
@@ -120,7 +120,7 @@ def test_a_run_without_faults_puts_nothing_at_risk_and_nothing_offline():
 
 
 def test_fault_rows_are_read_from_the_details_effect_key():
-    event = FaultEvent.from_row(T0, "start", "partition-leader", [1],
+    event = FaultEffect.from_row(T0, "start", "partition-leader", [1],
                                 json.dumps({"effect": "net", "drops": [[1, 2], ["client", 1]]}))
     assert event.effect == "net" and event.drops == ((1, 2), ("client", 1))
 
@@ -217,9 +217,9 @@ def test_a_killed_broker_stays_in_the_elr_until_it_registers_again():
 
 
 def test_acks_1_writes_acked_while_a_controlled_shutdown_is_under_way_are_at_risk():
-    stop = FaultEvent(t_ns=T0 + 10 * S, action="start", effect="stop", nodes=(1,), fault="rolling-restart",
+    stop = FaultEffect(t_ns=T0 + 10 * S, action="start", effect="stop", nodes=(1,), fault="rolling-restart",
                       applied_ns=T0 + 16 * S)
-    start = FaultEvent(t_ns=T0 + 17 * S, action="heal", effect="stop", nodes=(1,), fault="rolling-restart")
+    start = FaultEffect(t_ns=T0 + 17 * S, action="heal", effect="stop", nodes=(1,), fault="rolling-restart")
     model = run_model(cfg(acks=("1",), controllers=(101,)), [stop, start], t_begin=T0, t_end=T0 + 60 * S)
     assert model.durability(0, T0 + 14 * S, "1", T0 + 14 * S)[0] == "at_risk"    # the old leader may still ack
     assert model.durability(0, T0 + 40 * S, "1", T0 + 40 * S)[0] == "guaranteed"
@@ -227,7 +227,7 @@ def test_acks_1_writes_acked_while_a_controlled_shutdown_is_under_way_are_at_ris
 
 
 def _cut(t, drops, name, action="start"):
-    return FaultEvent(t_ns=t, action=action, effect="net", nodes=(1,), fault=name,
+    return FaultEffect(t_ns=t, action=action, effect="net", nodes=(1,), fault=name,
                       drops=tuple(tuple(d) for d in drops))
 
 
@@ -271,7 +271,7 @@ def test_the_isr_is_certainly_below_min_isr_only_once_the_latest_allowed_shrink_
 
 
 def test_acks_1_writes_until_a_slow_kill_took_effect_may_be_lost():
-    slow = FaultEvent(t_ns=T0 + 10 * S, action="start", effect="kill", nodes=(1,), fault="kill-leader",
+    slow = FaultEffect(t_ns=T0 + 10 * S, action="start", effect="kill", nodes=(1,), fault="kill-leader",
                       applied_ns=T0 + 14 * S)
     model = run_model(cfg(acks=("1",), controllers=(101,)), [slow], t_begin=T0, t_end=T0 + 60 * S)
     assert model.durability(0, T0 + 13 * S, "1", T0 + 13 * S)[0] == "at_risk"

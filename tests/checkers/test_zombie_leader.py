@@ -1,18 +1,19 @@
 """A deposed leader that comes back (its partition healed, or resumed from a pause) acts on its old metadata until
 it has caught up with the controller: acks=1 writes it acknowledges then (retransmitted requests reach it at once)
 are at risk. A restarted process believes nothing, so a kill and restart leaves no such window."""
-from checkers.model.isr import METADATA_CATCHUP_NS, FaultEvent, run_model
+from checkers.model import FaultEffect, run_model
+from checkers.model.config import METADATA_CATCHUP_NS
 from tests.checkers.test_isr_model import T0, S, cfg, isolate, kill, restart
 
 
 def isolated_from_everyone(node, t, action="start"):
     ev = isolate(node, t, action)
     drops = ev.drops + (("client", node), (node, "client"))
-    return FaultEvent(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate-leader", drops=drops)
+    return FaultEffect(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate-leader", drops=drops)
 
 
 def pause(node, t, action="start"):
-    return FaultEvent(t_ns=t, action=action, effect="pause", nodes=(node,), fault="pause")
+    return FaultEffect(t_ns=t, action=action, effect="pause", nodes=(node,), fault="pause")
 
 
 def test_acks_1_writes_acked_by_the_deposed_leader_just_after_the_heal_are_at_risk():

@@ -60,7 +60,8 @@ def test_subnet_conflict_is_a_clear_error(cluster):
 
 def _start_owner(name: str) -> subprocess.Popen:
     code = (
-        "import sys, time; from cluster.kafka_cluster import KafkaCluster; from tests.conftest import fast_cluster_config\n"
+        "import sys, time; from cluster.kafka_cluster import KafkaCluster\n"
+        "from tests.conftest import fast_cluster_config\n"
         f"c = KafkaCluster(fast_cluster_config({name!r}, brokers=1, min_insync_replicas=1)); c.up()\n"
         "print('UP', flush=True); time.sleep(600)\n"
     )

@@ -49,7 +49,8 @@ def test_report_renders_the_verdict_and_every_plot_with_no_console_error_and_no_
     load = browser.open(url, RENDERED)
     assert browser.evaluate("document.querySelector('#verdict .title').innerText") == "Invalid: guarantees violated"
     plots = browser.evaluate("""Array.from(document.querySelectorAll('[data-figure]')).map(d => [d.id,
-        d.querySelectorAll('.main-svg').length, d.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length])""")
+        d.querySelectorAll('.main-svg').length,
+        d.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length])""")
     assert [p[0] for p in plots] == ["plot-timeline", "plot-partitions", "plot-lost"]
     assert all(svgs > 0 and traces > 0 for _, svgs, traces in plots), plots
     assert browser.evaluate("document.querySelectorAll('#plot-timeline .shapelayer path').length") >= 2  # faults

@@ -90,7 +90,8 @@ def test_timeline_plots_throughput_by_outcome_and_latency_quantiles(shared_repor
 def test_partitions_show_leader_and_isr_size_with_min_insync_replicas(make_run):
     fig = figure(report_html(make_run(partitions=2)), "fig-partitions")
     titles = [a["text"] for a in fig["layout"]["annotations"]]
-    assert {"partition 0: leader", "partition 0: ISR size", "partition 1: leader", "partition 1: ISR size"} <= set(titles)
+    assert {"partition 0: leader", "partition 0: ISR size",
+            "partition 1: leader", "partition 1: ISR size"} <= set(titles)
     isr = [t for t in fig["data"] if t.get("name") == "ISR size"]
     assert len(isr) == 2 and values(isr[0]["y"]).max() == 3
     assert any(s.get("y0") == 2 and s["type"] == "line" for s in fig["layout"]["shapes"])

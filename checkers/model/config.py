@@ -1,0 +1,125 @@
+"""What the model is told: the run's settings (ModelConfig), the fault effects it replays (FaultEffect), and the
+timing constants it allows for. A FaultEffect is a faults.parquet row parsed for the model (history's FaultEffect is
+the row as the nemesis recorded it)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+from checkers.model.releases import applies
+from history.reader import RunMeta
+
+TICK_NS = 100_000_000
+REPLICATION_SLACK_NS = 1_500_000_000    # a follower may trail by replica.fetch.wait.max.ms (500 ms), more on a busy box
+METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their next metadata refresh
+# A broker that reconnects to the controller (after a partition heals or a pause ends) acts on its old metadata
+# until it has fetched the metadata log's new records: a deposed leader stays a zombie that long, and requests
+# the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
+METADATA_CATCHUP_NS = 5_000_000_000
+DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
+IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried
+ACKED = ("1", "all")
+CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
+CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
+
+
+def profile_int(profile: dict, key: str, default: int) -> int:
+    """An integer setting of a meta.json producer profile; absent or null means the client's default."""
+    value = profile.get(key)
+    return default if value is None else int(value)
+
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The configuration knobs that change the model's predictions."""
+
+    kafka_version: str
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+    unclean_leader_election: bool = False
+    elr_enabled: bool = False
+    replica_lag_time_max_ms: int = 30_000
+    broker_session_timeout_ms: int = 9_000
+    acks: tuple[str, ...] = ("all",)
+    producers: tuple[dict, ...] = ()
+    idempotent: tuple[bool, ...] = ()
+    brokers: tuple[int, ...] = ()       # broker ids, the possible replicas; default 1..replication_factor
+    controllers: tuple[int, ...] = ()   # dedicated KRaft controllers, the only voters; empty: the brokers vote
+
+    @classmethod
+    def from_meta(cls, meta: RunMeta, acks: tuple[str, ...] = (), idempotent: tuple[bool, ...] = ()):
+        acks = tuple(sorted(set(acks) or {str(p.get("acks") or "all") for p in meta.producers} or {"all"}))
+        idem = tuple(sorted(set(idempotent) or {bool(p.get("idempotent")) for p in meta.producers}))
+        return cls(kafka_version=meta.kafka_version, partitions=meta.partitions,
+                   replication_factor=meta.replication_factor, min_insync_replicas=meta.min_insync_replicas,
+                   unclean_leader_election=meta.unclean_leader_election, elr_enabled=meta.elr_enabled,
+                   replica_lag_time_max_ms=meta.replica_lag_time_max_ms,
+                   broker_session_timeout_ms=meta.broker_session_timeout_ms, acks=acks,
+                   producers=tuple(meta.producers), idempotent=idem, brokers=tuple(meta.brokers),
+                   controllers=tuple(meta.controllers))
+
+    @property
+    def unclean_honoured(self) -> bool:
+        """KRaft ignores unclean.leader.election.enable before 3.9."""
+        return self.unclean_leader_election and applies("unclean_election_in_kraft", self.kafka_version)
+
+    @property
+    def effective_min_isr(self) -> int:
+        return min(self.min_insync_replicas, self.replication_factor)
+
+    def as_dict(self) -> dict:
+        return {"kafka_version": self.kafka_version, "acks": list(self.acks),
+                "min_insync_replicas": self.min_insync_replicas, "replication_factor": self.replication_factor,
+                "elr_enabled": self.elr_enabled, "unclean_leader_election": self.unclean_leader_election,
+                "unclean_honoured": self.unclean_honoured,
+                "replica_lag_time_max_ms": self.replica_lag_time_max_ms,
+                "broker_session_timeout_ms": self.broker_session_timeout_ms,
+                "brokers": list(self.brokers), "controllers": list(self.controllers)}
+
+
+
+@dataclass(frozen=True)
+class FaultEffect:
+    t_ns: int
+    action: str                  # start | heal
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss
+    nodes: tuple[int, ...]
+    drops: tuple[tuple, ...] = ()
+    probability: float = 1.0
+    fault: str = ""
+    applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
+
+    @classmethod
+    def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
+        d = json.loads(details) if isinstance(details, str) else dict(details or {})
+        drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
+        applied = d.get("applied_ns")
+        return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
+                   nodes=tuple(int(n) for n in nodes), drops=drops,
+                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None)
+
+
+
+def worst_case_onsets(events: list[FaultEffect]) -> list[FaultEffect]:
+    """A network cut goes on node by node over [t_ns, applied_ns]. The worst case for acknowledged writes is the
+    replication paths cut first and the clients' last: so the cluster-side drops start at t_ns and the client-side
+    ones only at applied_ns (a leader keeps acknowledging writes it can no longer replicate until then)."""
+    out = []
+    for e in events:
+        client = tuple(d for d in e.drops if "client" in d)
+        if e.action == "start" and e.effect == "net" and client and e.applied_ns and e.applied_ns > e.t_ns:
+            rest = tuple(d for d in e.drops if "client" not in d)
+            if rest:
+                out.append(replace(e, drops=rest))
+            out.append(replace(e, t_ns=e.applied_ns, drops=client))
+        else:
+            out.append(e)
+    return sorted(out, key=lambda e: e.t_ns)
+
+
+
+def _node(x):
+    return x if x == "client" else int(x)
+

@@ -1,0 +1,121 @@
+"""The KRaft controller's side of the model: the quorum, broker sessions and fencing, controlled shutdown, ISR
+changes and elections (ReplicationControlManager, PartitionChangeBuilder)."""
+from __future__ import annotations
+
+from checkers.model.state import _Partition, _State
+
+
+class _Controller(_State):
+    def _elect_controller(self):
+        def quorum(c):
+            return self.up(c) and sum(self.link(c, v) for v in self.voters) > len(self.voters) / 2
+        if self.controller is None or not quorum(self.controller):
+            self.controller = next((c for c in self.voters if quorum(c)), None)
+
+    def reaches_controller(self, n) -> bool:
+        return self.controller is not None and self.link(n, self.controller)
+
+    def _heartbeats(self, t: int):
+        """Brokers that reach the controller heartbeat; a fenced one that is alive is unfenced."""
+        for n in self.nodes:
+            if not (self.up(n) and self.reaches_controller(n)):
+                self.connected_since[n] = None
+                continue
+            if self.connected_since.get(n) is None:
+                self.connected_since[n] = t
+            self.last_hb[n] = t
+            if self.fenced[n] and self.alive[n]:
+                self._unfence(n, t)
+
+    def _unfence(self, n: int, t: int):
+        """Back from an unclean shutdown, a broker leaves every ELR when it registers again
+        (ReplicationControlManager.handleBrokerUncleanShutdown)."""
+        self.fenced[n] = False
+        self.events.append({"t_ns": t, "event": "unfenced", "node": n})
+        if self.unclean_restart[n] and self.cfg.elr_enabled:
+            for part in self.parts.values():
+                part.elr = [r for r in part.elr if r != n]
+        self.unclean_restart[n] = False
+
+    def _controlled_shutdown(self, n, t):
+        self.fenced[n] = True
+        for p, part in self.parts.items():
+            if n in part.isr:
+                new = [r for r in part.isr if r != n]
+                self._set_isr(part, new if new or self.cfg.elr_enabled else part.isr, list(part.isr), t, p)
+            if part.leader == n and self.controller is not None:
+                self._elect(p, part, t, exclude=n)
+
+    # -- controller --------------------------------------------------------------------------------------------
+    def _fence(self, expired: list[int], t):
+        """Fence every broker whose session expired in this tick. The controller fences one stale broker at a
+        time, the one whose last heartbeat is oldest (ReplicationControlManager.maybeFenceOneStaleBroker,
+        BrokerHeartbeatManager.findOneStaleBroker); for sessions that lapse together (e.g. all heartbeats to an
+        isolated controller) that order is a matter of milliseconds the model cannot know, and it decides which
+        replica is left as the last ISR member. The recorded timing fences by broker id, the late one each
+        partition's leader first. None of them may be elected meanwhile: all are marked fenced first."""
+        for n in expired:
+            self.fenced[n] = True
+            self.events.append({"t_ns": t, "event": "fenced", "node": n})
+        for p, part in self.parts.items():
+            order = sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired
+            for n in order:
+                self._fence_replica(p, part, n, t)
+
+    def _fence_replica(self, p: int, part: _Partition, n: int, t: int):
+        if n in part.isr:
+            old = list(part.isr)
+            new = [r for r in part.isr if r != n]
+            if not new and not self.cfg.elr_enabled:
+                new = old                          # last replica standing keeps its ISR membership
+            self._set_isr(part, new, old, t, p)
+        if part.leader == n:
+            self._elect(p, part, t)
+
+    def _set_isr(self, part: _Partition, new: list[int], old: list[int], t: int, p: int):
+        """ELR upkeep as PartitionChangeBuilder.maybePopulateTargetElr (4.1+): at or above min ISR the ELR is
+        empty; below it the ELR is (ELR + ISR) - new ISR - replicas that re-registered after an unclean shutdown.
+        A broker merely fenced (killed, not yet back) stays in the ELR: ReplicationControlManager removes it only
+        in handleBrokerUncleanShutdown, when it registers again (see tick)."""
+        if self.cfg.elr_enabled:
+            if len(new) >= self.cfg.effective_min_isr:
+                part.elr = []
+            else:
+                part.elr = [r for r in dict.fromkeys(part.elr + old) if r not in new]
+        if new != part.isr:
+            self.events.append({"t_ns": t, "event": "isr", "partition": p, "isr": new, "elr": part.elr})
+        part.isr = new
+
+    def _elect(self, p: int, part: _Partition, t: int, exclude=None):
+        ok = [r for r in part.replicas if not self.fenced[r] and r != exclude and self.alive[r]]
+        leader, how = next(((r, "from the ISR") for r in part.replicas if r in part.isr and r in ok), (None, ""))
+        if leader is None and self.cfg.elr_enabled:
+            leader, how = next(((r, "from the ELR") for r in part.replicas if r in part.elr and r in ok),
+                               (None, ""))
+            if leader is not None:
+                part.elr = [r for r in part.elr if r != leader]
+                part.isr = [leader]
+        if leader is None and self.cfg.elr_enabled and not part.isr and not part.elr and part.last_known in ok:
+            # PartitionChangeBuilder.canElectLastKnownLeader (4.0+; its liveness test fixed in 4.1, KAFKA-19522):
+            # ISR and ELR empty, the last known leader is back: it is elected alone. It held everything committed.
+            leader, how = part.last_known, "as the last known leader (ISR and ELR empty)"
+            part.isr = [leader]
+        if leader is None and self.cfg.unclean_honoured and ok:
+            leader, how = ok[0], "uncleanly"
+            part.isr, part.elr = [leader], []
+        old_leader = part.leader
+        part.leader = leader
+        if leader is None:
+            if old_leader is not None:
+                if self.cfg.elr_enabled:
+                    part.last_known = old_leader
+                self.events.append({"t_ns": t, "event": "offline", "partition": p})
+            return
+        part.epoch += 1
+        part.epoch_reason[part.epoch] = f"{how} (broker {leader}, epoch {part.epoch})"
+        part.elections.append((part.epoch, t, how, leader, [list(s) for s in part.logs[leader]]))
+        part.logs[leader].append([part.epoch, t, t])
+        part.caught_up = {r: t for r in part.isr}
+        self.events.append({"t_ns": t, "event": "leader", "partition": p, "leader": leader, "epoch": part.epoch,
+                            "how": how})
+

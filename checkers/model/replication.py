@@ -1,0 +1,97 @@
+"""The partition leader's side of the model: who appends (a deposed leader too, a zombie), followers fetching and
+truncating to the leader's log (KIP-101), ISR shrink and expand through AlterPartition (Partition.maybeShrinkIsr,
+maybeExpandIsr), and when a partition is writable."""
+from __future__ import annotations
+
+from checkers.model.config import METADATA_CATCHUP_NS, METADATA_SLACK_NS, TICK_NS
+from checkers.model.controller import _Controller
+from checkers.model.state import _Partition
+from checkers.model.windows import Window
+
+
+class _Replication(_Controller):
+    def _tick_partition(self, p: int, part: _Partition, t: int):
+        self._refresh_views(part, t)
+        for n in part.replicas:
+            self._append(p, part, n, t)
+        fetched = self._fetch_and_alter_isr(p, part, t)
+        self._track_availability(p, part, t, fetched)
+
+    def _refresh_views(self, part: _Partition, t: int):
+        """A broker connected to the controller for METADATA_CATCHUP_NS has read the metadata log's news."""
+        for n in part.replicas:
+            since = self.connected_since.get(n)
+            if since is not None and t - since >= METADATA_CATCHUP_NS:
+                part.view[n] = (part.leader, part.epoch, tuple(part.isr))
+
+    def _append(self, p: int, part: _Partition, n: int, t: int):
+        """Every broker that believes it leads and that the client reaches appends, a zombie too."""
+        leader, epoch, local_isr = part.view[n]
+        if not (leader == n and self.up(n) and self.can("client", n) and self.can(n, "client")):
+            return
+        for log in (part.logs[n], part.appended):
+            if log and log[-1][0] == epoch and log[-1][2] >= t - TICK_NS:
+                log[-1][2] = t
+            else:
+                log.append([epoch, t, t])
+        if epoch < part.epoch:
+            # A zombie completes acks=all only with its whole local ISR fetching from it, i.e. alone in its ISR
+            # view, and only if that view meets min.insync.replicas: Partition.appendRecordsToLeader rejects
+            # acks=all with NOT_ENOUGH_REPLICAS before appending when the ISR is smaller.
+            alone = len(local_isr) <= 1 and self.cfg.effective_min_isr <= 1
+            self.risk.append(Window(p, t - TICK_NS, t, ("1", "all") if alone else ("1",),
+                                    f"zombie leader {n} (epoch {epoch}) cut off from the controller "
+                                    f"still acknowledged writes after a new leader was elected"))
+
+    def _fetch_and_alter_isr(self, p: int, part: _Partition, t: int) -> set:
+        """Followers that believe in the current leader and reach it copy its log (truncating what diverges); the
+        leader, if it reaches the controller, shrinks followers out after replica.lag.time.max.ms and expands
+        caught-up ones back in (AlterPartition). Returns the followers that fetched."""
+        leader = part.leader
+        fetched: set = set()
+        if leader is None or not self.up(leader) or part.view[leader][:2] != (leader, part.epoch):
+            return fetched
+        for f in part.replicas:
+            if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader):
+                part.logs[f] = [list(s) for s in part.logs[leader]]
+                part.caught_up[f] = t
+                fetched.add(f)
+        if self.reaches_controller(leader):
+            lag = self.cfg.replica_lag_time_max_ms * 1_000_000
+            out = [f for f in part.isr if f != leader and t - part.caught_up.get(f, t) > lag]
+            if out:
+                self._set_isr(part, [r for r in part.isr if r not in out], list(part.isr), t, p)
+            back = [f for f in fetched if f not in part.isr and not self.fenced[f]]
+            if back:
+                self._set_isr(part, part.isr + back, list(part.isr), t, p)
+                part.elr = [r for r in part.elr if r not in back]
+        return fetched
+
+    def _track_availability(self, p: int, part: _Partition, t: int, fetched: set):
+        leader = part.leader
+        writable = leader is not None and self.up(leader) and part.view[leader][:2] == (leader, part.epoch) \
+            and self.can("client", leader)
+        hw_moves = writable and len(part.isr) >= self.cfg.effective_min_isr and \
+            all(r == leader or r in fetched for r in part.isr)
+        for key, ok, acks, reason in (
+                ("no_leader", writable, ("0", "1", "all"), "no reachable leader"),
+                ("under_min_isr", hw_moves or not writable, ("all",),
+                 "acks=all cannot complete: ISR below min.insync.replicas or an ISR member not fetching")):
+            if not ok and key not in part.down_since:
+                part.down_since[key] = t
+            elif ok and key in part.down_since:
+                self.unavailable.append(Window(p, part.down_since.pop(key), t + METADATA_SLACK_NS, acks, reason))
+
+    def advance_steady(self, t: int, t_new: int):
+        """Skip quiet time: whatever was current at t (appending, fetching, heartbeating) lasts until t_new."""
+        for n in self.nodes:
+            if self.last_hb[n] == t:
+                self.last_hb[n] = t_new
+        for part in self.parts.values():
+            for log in list(part.logs.values()) + [part.appended]:
+                if log and log[-1][2] == t:
+                    log[-1][2] = t_new
+            for f, seen in part.caught_up.items():
+                if seen == t:
+                    part.caught_up[f] = t_new
+

@@ -1,0 +1,185 @@
+"""What the model predicts for a run, and the questions the judge (checkers.verdict) asks of it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from checkers.model.config import (
+    ACKED,
+    CLIENT_DEFAULT_MAX_IN_FLIGHT,
+    CLIENT_DEFAULT_RETRIES,
+    IDEMPOTENCE_HORIZON_NS,
+    REPLICATION_SLACK_NS,
+    ModelConfig,
+    profile_int,
+)
+from checkers.model.windows import Window, intersect_windows
+
+
+@dataclass
+class ModelResult:
+    config: ModelConfig
+    risk: list[Window]
+    unavailable: list[Window]
+    truncations: list[Window]          # loss events: the partition's log was cut back at start_ns
+    events: list[dict]
+    hw: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)   # partition -> (t, hw)
+    # The same faults replayed with the other timing Kafka allows (see run_model): their risk is already merged
+    # into `risk`; a certain prediction (min ISR breached, an unclean election seen) must hold in them too.
+    alternatives: list["ModelResult"] = field(default_factory=list)
+    shrink_slack_ns: int | None = None     # None: half of replica.lag.time.max.ms (the shrink's 1x-1.5x spread)
+
+    def possible_events(self) -> list[dict]:
+        """The events of every timing the model allows: what Kafka may have done."""
+        return self.events + [e for alt in self.alternatives for e in alt.events]
+
+    # -- per write -------------------------------------------------------------------------------------------
+    def durability(self, partition, t_ack_ns, acks, t_invoke_ns=None) -> tuple[str, str]:
+        """The write was appended and acked at some moment in [t_invoke_ns, t_ack_ns] (the history records when
+        the client sent it and when its delivery report was handled, not when the broker appended it), so it is
+        at risk when that interval meets a risk window."""
+        if acks not in ACKED:
+            return "at_risk", "acks=0: never acknowledged by a broker"
+        t0 = t_ack_ns if t_invoke_ns is None else t_invoke_ns
+        for w in self.risk:
+            if w.partition == partition and acks in w.acks and t0 <= w.end_ns and w.start_ns <= t_ack_ns:
+                return "at_risk", w.reason
+        return "guaranteed", "no event the model allows removes it: it was on every ISR member the model " \
+                             "let become leader afterwards"
+
+    def classify(self, writes: pd.DataFrame) -> pd.DataFrame:
+        """durability and reason for rows with partition, acks, t_invoke_ns and t_complete_ns: as durability(),
+        a write is at risk when [t_invoke_ns, t_complete_ns] meets a risk window."""
+        if not len(writes):
+            return pd.DataFrame({"durability": pd.Series(dtype="string"), "reason": pd.Series(dtype="string")})
+        t = writes["t_complete_ns"].fillna(writes["t_invoke_ns"]).astype("int64").to_numpy()
+        t0 = writes["t_invoke_ns"].astype("int64").to_numpy() if "t_invoke_ns" in writes else t
+        part = writes["partition"].fillna(-1).astype("int64").to_numpy()
+        acks = writes["acks"].astype(object).to_numpy()
+        durability = np.where(np.isin(acks, ACKED), "guaranteed", "at_risk").astype(object)
+        reason = np.where(durability == "guaranteed", self.durability(-1, -1, "all")[1],
+                          "acks=0: never acknowledged by a broker").astype(object)
+        for w in reversed(self.risk):   # the first matching window wins, as in durability()
+            hit = (part == w.partition) & (t >= w.start_ns) & (t0 <= w.end_ns) & np.isin(acks, w.acks)
+            durability[hit] = "at_risk"
+            reason[hit] = w.reason
+        return pd.DataFrame({"durability": durability, "reason": reason}, index=writes.index)
+
+    # -- loss events and availability ----------------------------------------------------------------------
+    def explaining_truncation(self, partition, offset) -> Window | None:
+        """A truncation of `partition` that could have rewritten `offset` (at or above the HW at the cut)."""
+        for w in self.truncations:
+            if partition is None or pd.isna(partition) or w.partition == partition:
+                floor = self._hw_at(w.partition, w.start_ns)
+                if offset is None or pd.isna(offset) or floor is None or offset >= floor - 1:
+                    return w
+        return None
+
+    def _hw_at(self, partition, t_ns) -> int | None:
+        if partition not in self.hw:
+            return None
+        ts, hws = self.hw[partition]
+        i = np.searchsorted(ts, t_ns, side="right") - 1
+        valid = hws[: max(i, 0) + 1]
+        valid = valid[valid >= 0]
+        return int(valid.min()) if i >= 0 and len(valid) else None
+
+    # -- what the judge asks (checkers.verdict) ----------------------------------------------------------------
+    def _loss_events(self, partition) -> list[tuple[int, str]]:
+        """(time, description) of the predicted events that can remove committed records on `partition`: unclean
+        elections (PartitionChangeBuilder's unclean path elects a replica outside the ISR, which truncates others
+        to its log) and power losses (the unflushed tail of every replica is gone)."""
+        out = []
+        for e in self.possible_events():
+            if e.get("partition") != partition:
+                continue
+            if e.get("event") == "leader" and e.get("how") == "uncleanly":
+                out.append((int(e["t_ns"]), f"the predicted unclean election of broker {e.get('leader')} "
+                                            f"(epoch {e.get('epoch')})"))
+            elif str(e.get("event", "")).startswith("power loss"):
+                out.append((int(e["t_ns"]), f"the predicted power loss of broker {e.get('node')}"))
+        return out
+
+    def committed_loss_cause(self, partition, t_read_ns, t_ack_ns=None, t_invoke_ns=None) -> str | None:
+        """Why a committed record (read by a consumer at t_read_ns, appended no later than that) may be gone: a
+        risk window of an unclean election or a power loss on its partition that covers its append time, i.e.
+        the elected replica lacked the segment it was in. None: Kafka's rules keep it."""
+        t_hi = min(t for t in (t_read_ns, t_ack_ns) if t is not None)
+        t_lo = t_invoke_ns if t_invoke_ns is not None else t_hi - REPLICATION_SLACK_NS
+        for w in self.risk:
+            if w.partition == partition and ("unclean" in w.reason or "power loss" in w.reason) \
+                    and w.start_ns <= t_hi and t_lo <= w.end_ns:
+                return w.reason
+        return None
+
+    def idempotence_voided(self, partition, t_ns) -> str | None:
+        """An unclean election or power loss on the partition after the write was invoked (less a delivery timeout,
+        within which it may still have been retried) wipes the producer state the leader dedups against."""
+        for te, what in self._loss_events(partition):
+            if te >= t_ns - IDEMPOTENCE_HORIZON_NS:
+                return what
+        return None
+
+    def rewrite_cause(self, partition, offset, t_read_ns) -> str | None:
+        """A read (committed) position can hold another value later only after an unclean election or a power loss
+        on its partition following the first read (less the model's timing slack)."""
+        for te, what in self._loss_events(partition):
+            if t_read_ns is None or te >= t_read_ns - REPLICATION_SLACK_NS:
+                return what
+        return None
+
+    def min_isr_windows(self) -> list[tuple[int, int, int]]:
+        """(partition, start, end) in which the model is certain the ISR was below min.insync.replicas, so that
+        Partition.appendRecordsToLeader rejects acks=all with NOT_ENOUGH_REPLICAS (and with ELR, KIP-966, the
+        high watermark cannot advance). Kafka shrinks the ISR between 1x and 1.5x replica.lag.time.max.ms after a
+        follower stops (ReplicaManager's isr-expiration task runs every lag/2): the certain part begins half a lag
+        time after the model's shrink, and ends a slack before the model's expansion; and it must hold in every
+        alternative timing too."""
+        out = self._own_min_isr_windows()
+        for alt in self.alternatives:
+            out = intersect_windows(out, alt.min_isr_windows())
+        return out
+
+    def _own_min_isr_windows(self) -> list[tuple[int, int, int]]:
+        out = []
+        need = self.config.effective_min_isr
+        spread = self.config.replica_lag_time_max_ms * 1_000_000 // 2 if self.shrink_slack_ns is None \
+            else self.shrink_slack_ns
+        late = spread + REPLICATION_SLACK_NS
+        current: dict[int, int] = {}
+        for e in sorted((e for e in self.events if e.get("event") == "isr"), key=lambda e: e["t_ns"]):
+            p, t, size = int(e["partition"]), int(e["t_ns"]), len(e.get("isr") or ())
+            if size < need and p not in current:
+                current[p] = t + late
+            elif size >= need and p in current:
+                start = current.pop(p)
+                if t - REPLICATION_SLACK_NS > start:
+                    out.append((p, start, t - REPLICATION_SLACK_NS))
+        for p, start in current.items():
+            out.append((p, start, 2 ** 62))
+        return sorted(out)
+
+    def unwritable(self, partition, t0, t1, acks) -> bool:
+        for w in self.unavailable:
+            if (partition is None or pd.isna(partition) or w.partition == partition) and acks in w.acks \
+                    and w.start_ns <= t1 and t0 <= w.end_ns:
+                return True
+        return False
+
+    def predictions(self) -> dict:
+        used = set(self.config.acks) & set(ACKED)
+        relevant = [w for w in self.risk if used & set(w.acks)]
+        long = [w for w in relevant if w.end_ns - w.start_ns > 4 * REPLICATION_SLACK_NS]
+        lost = "never" if not relevant else "expected" if long or any(
+            "unclean" in w.reason or "power loss" in w.reason for w in relevant) else "possible"
+        non_idem = [p for p in self.config.producers if not p.get("idempotent", False)] or \
+            ([{}] if False in self.config.idempotent else [])
+        dup = any(profile_int(p, "retries", CLIENT_DEFAULT_RETRIES) > 0 for p in non_idem)
+        reorder = any(profile_int(p, "max_in_flight", CLIENT_DEFAULT_MAX_IN_FLIGHT) > 1 for p in non_idem) or any(
+            profile_int(p, "max_in_flight", 5) > 5 for p in self.config.producers if p.get("idempotent", False))
+        return {"lost": lost, "duplicates": "possible" if dup else "never",
+                "reordering": "possible" if reorder else "never",
+                "unavailable_windows": [[w.start_ns, w.end_ns, w.partition] for w in self.unavailable]}
+

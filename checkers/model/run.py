@@ -1,0 +1,87 @@
+"""run_model: replay a run's faults on the replication state machine, in each timing Kafka allows."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from checkers.model.config import TICK_NS, FaultEffect, ModelConfig, worst_case_onsets
+from checkers.model.result import ModelResult
+from checkers.model.sim import _Sim
+from checkers.model.windows import _merge
+
+
+def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None = None,
+              samples: pd.DataFrame | None = None, t_begin: int | None = None, t_end: int | None = None
+              ) -> ModelResult:
+    """Replay the faults on the replication state machine and return its predictions.
+
+    Two timings are replayed, both within what Kafka allows, and the judgement takes whichever does not invent a
+    violation: as recorded (each fault at the start of its row, the ISR shrinking at replica.lag.time.max.ms),
+    and late (each fault once applying it ended, `applied_ns`, and the ISR shrinking at 1.5x the lag time, the
+    latest ReplicaManager.maybeShrinkIsr, scheduled every lag/2, gets to it; brokers whose sessions lapse
+    together fenced leader first, see _Sim._fence). Risk is the union of both;
+    a certain prediction must hold in both."""
+    if isinstance(faults, pd.DataFrame):
+        events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
+                  .itertuples(index=False)]
+    else:
+        events = list(faults or [])
+    samples = samples if samples is not None else pd.DataFrame(columns=["t_ns", "partition", "leader", "isr"])
+    times = [e.t_ns for e in events] + [int(x) for x in samples["t_ns"]][:1] + [int(x) for x in samples["t_ns"]][-1:]
+    t_begin = t_begin if t_begin is not None else (min(times) if times else 0)
+    t_end = t_end if t_end is not None else (max(times) if times else t_begin)
+    hw = {}
+    if len(samples) and "high_watermark" in samples.columns:
+        for p, g in samples.sort_values("t_ns").groupby("partition"):
+            hw[int(p)] = (g["t_ns"].to_numpy(dtype=np.int64),
+                          g["high_watermark"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64))
+    if not events:
+        return ModelResult(cfg, [], [], [], [], hw)
+    recorded = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end)
+    slow = replace(cfg, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms * 3 // 2)
+    late = _simulate(slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
+                     samples, t_begin, t_end, leader_fenced_first=True)
+    late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
+    unavailable = sorted(_merge(recorded.unavailable + late.unavailable), key=lambda w: (w.start_ns, w.partition))
+    return ModelResult(cfg, _merge(recorded.risk + late.risk), unavailable, _merge(recorded.truncs + late.truncs),
+                       recorded.events, hw, alternatives=[late_result])
+
+
+
+def _simulate(cfg: ModelConfig, events: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
+              leader_fenced_first: bool = False) -> "_Sim":
+    events = sorted(events, key=lambda e: e.t_ns)
+    sim = _Sim(cfg, events, samples, t_begin, t_end, leader_fenced_first)
+    settle = 2 * cfg.replica_lag_time_max_ms * 1_000_000 + 2 * cfg.broker_session_timeout_ms * 1_000_000
+    t = min(t_begin, events[0].t_ns) - TICK_NS
+    queue = list(enumerate(sim.faults))
+    qi = 0
+    stop = max(t_end, events[-1].t_ns + TICK_NS)
+    quiet_since = None
+    while t <= stop:
+        while qi < len(queue) and queue[qi][1].t_ns <= t:
+            sim.apply(queue[qi][0], queue[qi][1], t)
+            qi += 1
+        sim.tick(t)
+        active = _active_faults(sim.faults[:qi])
+        quiet_since = (quiet_since or t) if not active else None
+        if quiet_since is not None and t - quiet_since > settle and qi < len(queue):
+            sim.advance_steady(t, max(t, queue[qi][1].t_ns - TICK_NS))   # steady state: skip to the next fault
+            t = max(t, queue[qi][1].t_ns - TICK_NS)
+            quiet_since = None
+        elif quiet_since is not None and t - quiet_since > settle:
+            break                                        # nothing left to happen
+        t += TICK_NS
+    sim.finish(min(t, stop))
+    return sim
+
+
+
+def _active_faults(applied: list[FaultEffect]) -> bool:
+    open_ = 0
+    for f in applied:
+        open_ += 1 if f.action == "start" else -1
+    return open_ > 0
+

@@ -1,0 +1,145 @@
+"""The simulation: fault effects applied to the state, one tick at a time, and at the end what every epoch appended
+minus what the final log kept, each lost piece blamed on the election where it left the partition."""
+from __future__ import annotations
+
+from checkers.model.config import ACKED, DIRTY_EXPIRE_NS, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
+from checkers.model.replication import _Replication
+from checkers.model.windows import Window, _cut, _merge, _minus, _union
+
+
+class _Sim(_Replication):
+    def apply(self, i: int, f: FaultEffect, t: int):
+        start = f.action == "start"
+        self.events.append({"t_ns": t, "event": f"{f.action} {f.effect}", "nodes": list(f.nodes)})
+        if f.effect in ("kill", "power_loss", "stop"):
+            self._apply_process(f, start, t)
+        elif f.effect == "pause":
+            for n in f.nodes:
+                self.paused[n] = start
+        elif f.effect in ("net", "loss"):
+            if start and (f.effect == "net" or f.probability >= 0.5):
+                self.drops[i] = set(f.drops)
+            elif not start:
+                self._heal_drops(f)
+
+    def _apply_process(self, f: FaultEffect, start: bool, t: int):
+        """kill and power_loss end the process uncleanly (power loss also drops the unflushed tail); stop is a
+        controlled shutdown, which moves leadership away first. A new process believes nothing until it has read
+        the metadata log."""
+        if start:
+            for part in self.parts.values():
+                for n in f.nodes:
+                    if n in part.view:
+                        part.view[n] = (None, -1, ())
+        for n in f.nodes:
+            self.alive[n] = not start
+            if f.effect == "stop":
+                if start:
+                    self._controlled_shutdown(n, t)
+                else:
+                    self.unclean_restart[n] = False
+            elif start:
+                self.unclean_restart[n] = True
+                if f.effect == "power_loss":
+                    self._lose_unflushed(n, t)
+
+    def _heal_drops(self, f: FaultEffect):
+        """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""
+        healed = set(f.drops)
+        for k in sorted(self.drops):
+            s = self.faults[k]
+            if s.fault == f.fault and s.nodes == f.nodes and set(s.drops) <= healed and healed:
+                del self.drops[k]
+                healed -= set(s.drops)
+
+    def _lose_unflushed(self, n, t):
+        keep = t - DIRTY_EXPIRE_NS
+        for p, part in self.parts.items():
+            if n in part.logs:
+                part.logs[n] = _cut(part.logs[n], keep)
+                self.events.append({"t_ns": t, "event": "power loss: unflushed tail dropped", "node": n,
+                                    "partition": p})
+        self.power_losses.append((t, n))
+
+    def tick(self, t: int):
+        self._elect_controller()
+        self._heartbeats(t)
+        if self.controller is not None:
+            session = self.cfg.broker_session_timeout_ms * 1_000_000
+            expired = [n for n in self.nodes if not self.fenced[n] and t - self.last_hb[n] > session]
+            if expired:
+                self._fence(expired, t)
+            for p, part in self.parts.items():
+                if part.leader is None or self.fenced[part.leader]:
+                    self._elect(p, part, t)
+        for p, part in self.parts.items():
+            self._tick_partition(p, part, t)
+
+    def finish(self, t: int):
+        for p, part in self.parts.items():
+            for key, start in part.down_since.items():
+                acks = ("0", "1", "all") if key == "no_leader" else ("all",)
+                self.unavailable.append(Window(p, start, t, acks, "no reachable leader" if key == "no_leader"
+                                               else "acks=all cannot complete"))
+            part.down_since = {}
+            # What every epoch appended, minus what the final log kept, is what the run may have lost.
+            final = part.logs.get(part.leader) if part.leader is not None else None
+            if final is None:
+                final = max(part.logs.values(), key=lambda lg: (lg[-1][0], lg[-1][2]) if lg else (-1, -1))
+            appended = _union([seg for lg in part.logs.values() for seg in lg] + part.appended)
+            for epoch, t0, t1 in _minus(appended, final):
+                self._add_risk(p, part, epoch, t0, t1)
+            # Whatever the next leader had fetched, the last few hundred ms an old leader acked with acks=1
+            # may not have reached it.
+            for epoch, _, t1 in appended:
+                if epoch < part.epoch:
+                    self.risk.append(Window(p, t1 - REPLICATION_SLACK_NS, self._applying_until(t1) + TICK_NS, ("1",),
+                                            f"acks=1 tail of epoch {epoch}: the last fetch before its leader "
+                                            f"lost leadership may have missed it"))
+        self.risk = _merge(self.risk)
+        self.truncs = _merge(self.truncs)
+        self.unavailable.sort(key=lambda w: (w.start_ns, w.partition))
+
+    def _applying_until(self, t: int) -> int:
+        """A process fault (kill, stop, pause) takes effect somewhere in [t_ns, applied_ns]: a controlled shutdown
+        in particular moves leadership seconds after it began, and the old leader acks acks=1 writes until then.
+        The model ends an epoch at t_ns; a write acked up to applied_ns may be that epoch's lost tail."""
+        end = t
+        for f in self.faults:
+            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss") and f.applied_ns \
+                    and f.t_ns - TICK_NS <= t <= f.applied_ns + TICK_NS:
+                end = max(end, f.applied_ns)
+        return end
+
+    def _add_risk(self, p, part, epoch, t0, t1):
+        """Blame a lost piece of epoch `epoch`'s log on the first later election whose leader lacked it: the
+        new leader's log is the truth every other replica truncates to (the leader epoch cache and
+        OffsetsForLeaderEpoch, KIP-101/KIP-279), so that election is where the piece left the partition. Which
+        acks it can hold follows from how that leader was chosen (PartitionChangeBuilder.electLeader): from the
+        ISR or ELR it held every acks=all write, so only an acks=1 tail is gone; elected outside them (unclean)
+        or after a power loss cut its own unflushed tail, acks=all writes may be gone too."""
+        pieces = [[epoch, t0, t1]]
+        for e, t_el, how, leader, snapshot in part.elections:
+            if e <= epoch or not pieces:
+                continue
+            lacking = _minus(pieces, snapshot)
+            for _, a, b in lacking:
+                self._blame(p, epoch, a, b, t_el, f"{how} (broker {leader}, epoch {e})", how == "uncleanly")
+            pieces = _minus(pieces, [[epoch, a, b] for _, a, b in lacking]) if lacking else pieces
+        for _, a, b in pieces:          # held by every leader yet gone: cut by a power loss, or a tail
+            self._blame(p, epoch, a, b, self.t_end, part.epoch_reason.get(epoch + 1, "later"), False)
+
+    def _blame(self, p: int, epoch: int, a: int, b: int, t_el: int, chosen: str, unclean: bool):
+        power = [n for t, n in self.power_losses
+                 if a - REPLICATION_SLACK_NS <= t <= min(t_el, b + DIRTY_EXPIRE_NS + REPLICATION_SLACK_NS)]
+        if unclean:
+            reason, acks = f"unclean election: {chosen} lacked writes of epoch {epoch}", ACKED
+        elif power:
+            reason, acks = f"power loss of broker {power[0]}: its unflushed writes of epoch {epoch} were gone", ACKED
+        else:
+            reason = (f"acks=1 tail of epoch {epoch} not yet replicated when its leader was cut off; the next "
+                      f"leader was chosen {chosen}")
+            acks = ("1",)
+        self.risk.append(Window(p, a - REPLICATION_SLACK_NS, b + TICK_NS, acks, reason))
+        self.truncs.append(Window(p, a, b, acks, reason))
+

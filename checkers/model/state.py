@@ -1,0 +1,91 @@
+"""The state the model replays faults on: brokers alive, paused, fenced; the links between them; and per partition
+its replicas, leader, epoch, ISR, ELR, each broker's (possibly stale) view, and each replica's log as segments."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from checkers.model.config import METADATA_CATCHUP_NS, FaultEffect, ModelConfig
+from checkers.model.windows import Window
+
+
+@dataclass
+class _Partition:
+    replicas: list[int]
+    leader: int | None
+    isr: list[int]
+    epoch: int = 0
+    elr: list[int] = field(default_factory=list)
+    last_known: int | None = None                     # ELR on: the leader when the partition went leaderless
+    logs: dict = field(default_factory=dict)          # broker -> [[epoch, t0, t1], ...]
+    appended: list = field(default_factory=list)      # every segment any leader (or zombie) ever appended
+    caught_up: dict = field(default_factory=dict)     # follower -> last time it was caught up
+    view: dict = field(default_factory=dict)          # broker -> (leader, epoch, isr) it believes
+    epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
+    elections: list = field(default_factory=list)     # (epoch, t, how, leader, the leader's log when elected)
+    down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
+
+
+
+class _State:
+    def __init__(self, cfg: ModelConfig, faults: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
+                 leader_fenced_first: bool = False):
+        self.cfg, self.t_end, self.leader_fenced_first = cfg, t_end, leader_fenced_first
+        self.faults = sorted(faults, key=lambda f: f.t_ns)
+        self.events: list[dict] = []
+        self.truncs: list[Window] = []
+        self.risk: list[Window] = []
+        self.unavailable: list[Window] = []
+        self.nodes, self.parts = self._initial_state(samples, t_begin)      # the brokers
+        self.voters = sorted(cfg.controllers) or self.nodes                   # the KRaft quorum
+        everyone = set(self.nodes) | set(self.voters)
+        self.alive = {n: True for n in everyone}
+        self.paused = {n: False for n in everyone}
+        self.fenced = {n: False for n in self.nodes}
+        self.unclean_restart = {n: False for n in self.nodes}
+        self.last_hb = {n: t_begin for n in self.nodes}
+        self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
+        self.controller: int | None = min(self.voters)
+        self.power_losses: list[tuple[int, int]] = []     # (t, broker)
+        self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
+
+    def _initial_state(self, samples: pd.DataFrame, t0: int):
+        cfg = self.cfg
+        nodes = set(cfg.brokers or range(1, cfg.replication_factor + 1))
+        if not cfg.brokers:
+            for f in self.faults:
+                nodes |= set(f.nodes) - set(cfg.controllers)
+        parts = {}
+        for p in range(cfg.partitions):
+            rows = samples[samples["partition"] == p].sort_values("t_ns") if len(samples) else samples
+            if len(rows):
+                first = rows.iloc[0]
+                isr = [int(x) for x in first["isr"]]
+                seen = [int(x) for r in rows["isr"] for x in r]
+                leader = None if pd.isna(first["leader"]) else int(first["leader"])
+                replicas = list(dict.fromkeys(([leader] if leader is not None else []) + isr + seen))
+            else:
+                ordered = sorted(nodes)
+                k = p % len(ordered)
+                replicas = (ordered[k:] + ordered[:k])[:cfg.replication_factor]
+                leader, isr = replicas[0], list(replicas)
+            nodes |= set(replicas)
+            part = _Partition(replicas=replicas, leader=leader, isr=isr)
+            part.logs = {r: [[0, t0, t0]] for r in replicas}
+            part.caught_up = {r: t0 for r in replicas}
+            part.view = {r: (leader, 0, tuple(isr)) for r in replicas}
+            part.epoch_reason = {0: "initial leader"}
+            parts[p] = part
+        return sorted(nodes), parts
+
+    # -- connectivity ----------------------------------------------------------------------------------------
+    def up(self, n) -> bool:
+        return n == "client" or (self.alive.get(n, False) and not self.paused.get(n, False))
+
+    def can(self, src, dst) -> bool:
+        return self.up(src) and self.up(dst) and all((src, dst) not in d for d in self.drops.values())
+
+    def link(self, a, b) -> bool:
+        return a == b and self.up(a) or (self.can(a, b) and self.can(b, a))
+

@@ -1,0 +1,85 @@
+"""Time-window and log-segment arithmetic of the model: a replica's log is a list of [epoch, t0, t1] segments
+("holds every write the epoch-e leader appended between t0 and t1"); risk and unavailability are Windows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkers.model.config import TICK_NS
+
+
+@dataclass(frozen=True)
+class Window:
+    """A time window of one partition: at risk for writes with `acks`, or unwritable with `acks`."""
+
+    partition: int
+    start_ns: int
+    end_ns: int
+    acks: tuple[str, ...]
+    reason: str
+
+
+
+def _cut(log: list, keep_until: int) -> list:
+    out = []
+    for e, t0, t1 in log:
+        if t0 <= keep_until:
+            out.append([e, t0, min(t1, keep_until)])
+    return out
+
+
+
+def _union(segments) -> list:
+    by_epoch: dict[int, list] = {}
+    for e, t0, t1 in segments:
+        by_epoch.setdefault(e, []).append([t0, t1])
+    out = []
+    for e, spans in by_epoch.items():
+        spans.sort()
+        cur = list(spans[0])
+        for a, b in spans[1:]:
+            if a <= cur[1] + TICK_NS:
+                cur[1] = max(cur[1], b)
+            else:
+                out.append([e, cur[0], cur[1]])
+                cur = [a, b]
+        out.append([e, cur[0], cur[1]])
+    return out
+
+
+
+def _minus(log: list, truth: list) -> list:
+    """Parts of `log` (epoch segments) that `truth` does not hold, ignoring gaps shorter than a tick."""
+    out = []
+    for e, t0, t1 in log:
+        cur = t0
+        for a, b in sorted((a, b) for te, a, b in truth if te == e and b >= t0 and a <= t1):
+            if a > cur + TICK_NS:
+                out.append([e, cur, a])
+            cur = max(cur, b)
+        if t1 > cur + TICK_NS:
+            out.append([e, cur, t1])
+    return out
+
+
+
+def _merge(windows: list[Window]) -> list[Window]:
+    """Join windows of one partition, acks and reason that touch or overlap."""
+    out: list[Window] = []
+    for w in sorted(windows, key=lambda w: (w.partition, w.acks, w.reason, w.start_ns)):
+        last = out[-1] if out else None
+        if last and (last.partition, last.acks, last.reason) == (w.partition, w.acks, w.reason) \
+                and w.start_ns <= last.end_ns + TICK_NS:
+            out[-1] = Window(w.partition, last.start_ns, max(last.end_ns, w.end_ns), w.acks, w.reason)
+        else:
+            out.append(w)
+    return sorted(out, key=lambda w: (w.start_ns, w.partition))
+
+
+def intersect_windows(a: list[tuple[int, int, int]], b: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Per partition, the times both lists of (partition, start, end) windows cover."""
+    out = []
+    for pa, a0, a1 in a:
+        for pb, b0, b1 in b:
+            if pa == pb and max(a0, b0) < min(a1, b1):
+                out.append((pa, max(a0, b0), min(a1, b1)))
+    return sorted(out)
