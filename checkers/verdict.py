@@ -112,53 +112,72 @@ class Judge:
                                                                                          row["offset"])
 
     def rule(self, row, durability: str | None, model_reason: str | None) -> tuple[str, str]:
-        k = row["kind"]
-        if k == "lost":
-            if not pd.isna(row["t_read_ns"]):
-                return self.committed_lost(row, "a consumer read it, so it was committed")
-            if durability == "guaranteed":
-                return "violation", f"; the model classed it guaranteed: {model_reason}" + \
-                    self.unpredicted(row["partition"], row["offset"])
-            return "allowed", f"; at risk: {model_reason}"
-        if k == "lost_after_read":
-            return self.committed_lost(row, "committed (a consumer read it)")
-        if k in ("duplicate", "nonmonotonic_send"):
-            if pd.isna(row["idempotent"]) or not bool(row["idempotent"]):
-                return "allowed", "; allowed: a producer without idempotence may retry and reorder"
-            t = _int(row["t_invoke_ns"]) or _int(row["t_read_ns"]) or 0
-            voided = self.model.idempotence_voided(int(row["partition"]), t) \
-                if not pd.isna(row["partition"]) else None
-            if voided:
-                return "allowed", f"; allowed: idempotence voided by {voided}"
-            return "violation", "; the producer is idempotent, which forbids this"
-        if k == "phantom":
-            return "violation", "; no truncation or election creates a value nobody sent"
-        if k == "failed_read":
-            return "violation", "; a send the client reported as certainly failed reached the log"
-        if k in ("divergent", "offset_mismatch"):
-            if k == "offset_mismatch" and durability == "at_risk":
-                return "allowed", f"; allowed: the write at its acked offset was at risk: {model_reason}"
-            t_read = _int(row["t_read_ns"])
-            cause = self.model.rewrite_cause(int(row["partition"]), int(row["offset"]), t_read) \
-                if not pd.isna(row["partition"]) and not pd.isna(row["offset"]) else None
-            if cause:
-                return "allowed", f"; explained by {cause}"
-            return "violation", "; a read (committed) position was rewritten and the model predicts no unclean " \
-                                "election or power loss that could" + self.unpredicted(row["partition"], row["offset"])
-        if k == "min_isr_breach":
-            return "violation", "; Kafka rejects acks=all with NOT_ENOUGH_REPLICAS while the ISR is below " \
-                                "min.insync.replicas (Partition.appendRecordsToLeader)"
-        if k == "poll_skip":
-            if self.meta.consumer_mode == "assign":
-                return "violation", "; assign mode: nothing may move the position past unread records"
-            return "allowed", "; allowed in subscribe mode: a rebalance may commit past unread records"
-        if k == "stall":
-            s = self.stalls.get((int(row["partition"]), int(row["t_invoke_ns"])))
-            note = f"; {s.unpredicted_s:.1f} s of it outside the model's predicted unavailability" if s else ""
-            if self.max_stall_s is not None and s and s.seconds > self.max_stall_s:
-                return "violation", note + f"; longer than --max-stall {self.max_stall_s:g} s"
-            return "allowed", note + "; Kafka promises no availability bound (set --max-stall to require one)"
-        return "allowed", "; counted, not an anomaly"
+        """(classification, reason suffix) of one anomaly, by the rule for its kind (docs/history.md)."""
+        name = RULE_OF_KIND.get(row["kind"])
+        if name is None:
+            return "allowed", "; counted, not an anomaly"
+        return getattr(self, name)(row, durability, model_reason)
+
+    def _lost(self, row, durability, model_reason):
+        if not pd.isna(row["t_read_ns"]):
+            return self.committed_lost(row, "a consumer read it, so it was committed")
+        if durability == "guaranteed":
+            return "violation", f"; the model classed it guaranteed: {model_reason}" + \
+                self.unpredicted(row["partition"], row["offset"])
+        return "allowed", f"; at risk: {model_reason}"
+
+    def _lost_after_read(self, row, durability, model_reason):
+        return self.committed_lost(row, "committed (a consumer read it)")
+
+    def _out_of_order(self, row, durability, model_reason):
+        if pd.isna(row["idempotent"]) or not bool(row["idempotent"]):
+            return "allowed", "; allowed: a producer without idempotence may retry and reorder"
+        t = _int(row["t_invoke_ns"]) or _int(row["t_read_ns"]) or 0
+        voided = self.model.idempotence_voided(int(row["partition"]), t) if not pd.isna(row["partition"]) else None
+        if voided:
+            return "allowed", f"; allowed: idempotence voided by {voided}"
+        return "violation", "; the producer is idempotent, which forbids this"
+
+    def _phantom(self, row, durability, model_reason):
+        return "violation", "; no truncation or election creates a value nobody sent"
+
+    def _failed_read(self, row, durability, model_reason):
+        return "violation", "; a send the client reported as certainly failed reached the log"
+
+    def _rewritten(self, row, durability, model_reason):
+        if row["kind"] == "offset_mismatch" and durability == "at_risk":
+            return "allowed", f"; allowed: the write at its acked offset was at risk: {model_reason}"
+        t_read = _int(row["t_read_ns"])
+        cause = self.model.rewrite_cause(int(row["partition"]), int(row["offset"]), t_read) \
+            if not pd.isna(row["partition"]) and not pd.isna(row["offset"]) else None
+        if cause:
+            return "allowed", f"; explained by {cause}"
+        return "violation", "; a read (committed) position was rewritten and the model predicts no unclean " \
+                            "election or power loss that could" + self.unpredicted(row["partition"], row["offset"])
+
+    def _min_isr_breach(self, row, durability, model_reason):
+        return "violation", "; Kafka rejects acks=all with NOT_ENOUGH_REPLICAS while the ISR is below " \
+                            "min.insync.replicas (Partition.appendRecordsToLeader)"
+
+    def _poll_skip(self, row, durability, model_reason):
+        if self.meta.consumer_mode == "assign":
+            return "violation", "; assign mode: nothing may move the position past unread records"
+        return "allowed", "; allowed in subscribe mode: a rebalance may commit past unread records"
+
+    def _stall(self, row, durability, model_reason):
+        s = self.stalls.get((int(row["partition"]), int(row["t_invoke_ns"])))
+        note = f"; {s.unpredicted_s:.1f} s of it outside the model's predicted unavailability" if s else ""
+        if self.max_stall_s is not None and s and s.seconds > self.max_stall_s:
+            return "violation", note + f"; longer than --max-stall {self.max_stall_s:g} s"
+        return "allowed", note + "; Kafka promises no availability bound (set --max-stall to require one)"
+
+
+RULE_OF_KIND = {
+    "lost": "_lost", "lost_after_read": "_lost_after_read", "duplicate": "_out_of_order",
+    "nonmonotonic_send": "_out_of_order", "phantom": "_phantom", "failed_read": "_failed_read",
+    "divergent": "_rewritten", "offset_mismatch": "_rewritten", "min_isr_breach": "_min_isr_breach",
+    "poll_skip": "_poll_skip", "stall": "_stall",
+}
 
 
 def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: Completeness | None = None,

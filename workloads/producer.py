@@ -113,14 +113,14 @@ class ProducerWorker:
         from confluent_kafka import KafkaException
 
         ready_event.set()
-        spec, rate = self.spec, self.profile.rate
+        spec = self.spec
         tick_ns = int(spec.flush_interval_s * 1e9)
         time_ns = time.time_ns
         invoke = self.invokes.lines.append
         keys = [str(p) for p in range(spec.partitions)]
-        topic, partitions, prefix, batch = spec.topic, spec.partitions, f"{spec.process}-", spec.batch
+        topic, partitions, prefix = spec.topic, spec.partitions, f"{spec.process}-"
         seq = self.seq
-        produce, poll, pending = self.producer.produce, self.producer.poll, self.producer.__len__
+        produce, pending = self.producer.produce, self.producer.__len__
         start = next_tick = time_ns()
         while True:
             now = time_ns()
@@ -130,13 +130,7 @@ class ProducerWorker:
                 if should_stop(stop_event, parent_pid):
                     break
                 next_tick = now + tick_ns
-            if rate:
-                due = int((now - start) * rate / 1e9) - seq
-                if due > rate:            # we fell more than a second behind (a stall): don't burst
-                    start = now - int(seq / rate * 1e9)
-                n = max(0, min(batch, due))
-            else:
-                n = batch if pending() < spec.max_outstanding else 0
+            n, start = self._how_many(now, start, seq, pending)
             for _ in range(n):
                 partition = seq % partitions
                 value = prefix + str(seq)
@@ -150,20 +144,40 @@ class ProducerWorker:
                 else:
                     invoke(f"{value}\t{keys[partition]}\t{partition}\t{t}\n")
                 seq += 1
-            try:
-                if n:
-                    poll(0)
-                elif rate:
-                    poll(min(max(1.0 / rate, 0.001), spec.flush_interval_s))
-                else:
-                    poll(0.005)
-            except KafkaException as e:
-                if not e.args[0].fatal():
-                    raise
-                self._replace_after_fatal(e.args[0])
-                produce, poll, pending = self.producer.produce, self.producer.poll, self.producer.__len__
+            if self._poll(n):
+                produce, pending = self.producer.produce, self.producer.__len__
         self.seq = seq
         self._finish()
+
+    def _how_many(self, now: int, start: int, seq: int, pending) -> tuple[int, int]:
+        """How many sends are due now, and the rate's start time (moved on after a stall, so as not to burst)."""
+        rate, spec = self.profile.rate, self.spec
+        if not rate:
+            return (spec.batch if pending() < spec.max_outstanding else 0), start
+        due = int((now - start) * rate / 1e9) - seq
+        if due > rate:            # we fell more than a second behind (a stall): don't burst
+            start = now - int(seq / rate * 1e9)
+        return max(0, min(spec.batch, due)), start
+
+    def _poll(self, sent: int) -> bool:
+        """Serve delivery reports (waiting a little when nothing was sent). True: a fatal client error replaced
+        the client."""
+        from confluent_kafka import KafkaException
+
+        rate = self.profile.rate
+        try:
+            if sent:
+                self.producer.poll(0)
+            elif rate:
+                self.producer.poll(min(max(1.0 / rate, 0.001), self.spec.flush_interval_s))
+            else:
+                self.producer.poll(0.005)
+        except KafkaException as e:
+            if not e.args[0].fatal():
+                raise
+            self._replace_after_fatal(e.args[0])
+            return True
+        return False
 
     def _synchronous_failure(self, value: str, key: str, partition: int, t: int, error: str) -> None:
         """produce() raised: the message was never enqueued, so it certainly never reached a log."""

@@ -45,54 +45,61 @@ def observed_events(samples: pd.DataFrame) -> list[dict]:
         return out
     for p in sorted(samples["partition"].unique()):
         rows = _rows(samples, p)
-        leaders = [_leader(r["leader"]) for r in rows]
-        last_leader, last_isr, last_elr = None, set(), set()
-        for i, r in enumerate(rows):
-            lead = leaders[i]
-            persists = all(x == lead for x in leaders[i:i + PERSIST]) and len(leaders[i:i + PERSIST]) == PERSIST
-            if lead is not None and lead != last_leader and persists and (last_leader is not None or last_isr):
-                now_isr = _members(r["isr"])
-                elr_visible = r.get("elr") is not None
-                if lead in last_isr or (lead in now_isr and now_isr - {lead}):
-                    # in the ISR before, or back in it beside others: an unclean election leaves the leader
-                    # alone in the ISR (PartitionChangeBuilder), so this is a clean (e.g. preferred) election
-                    how = "from the ISR"
-                elif lead in last_elr:
-                    how = "from the ELR"
-                elif not elr_visible:
-                    how = "outside the visible ISR"      # the client shows no ELR: clean or not is unknown here
-                else:
-                    how = "uncleanly"
-                out.append({"event": "election", "partition": int(p), "t_ns": int(r["t_ns"]), "leader": lead,
-                            "previous": last_leader, "previous_isr": sorted(last_isr), "how": how})
-            if lead is not None and persists:
-                last_leader = lead
-            if persists and (lead is not None or _members(r["isr"])):
-                last_isr = _members(r["isr"]) or last_isr
-                last_elr = _members(r.get("elr"))
-        best = None
-        # negative: a sentinel (librdkafka's OFFSET_INVALID, -1001) older samplers wrote for "could not read it"
-        hws = [None if r["high_watermark"] is None or pd.isna(r["high_watermark"]) or r["high_watermark"] < 0
-               else int(r["high_watermark"]) for r in rows]
-        i = 0
-        while i < len(rows):
-            hw = hws[i]
-            if hw is None:
-                i += 1
-                continue
-            if best is not None and hw < best:
-                window = [h for h in hws[i:i + PERSIST] if h is not None]
-                if len(window) == PERSIST and all(h < best for h in window) or i == len(rows) - 1:
-                    out.append({"event": "hw_drop", "partition": int(p), "t_ns": int(rows[i]["t_ns"]),
-                                "hw_before": best, "hw_after": hw})
-                    best = hw
-                    i += 1
-                    continue
-                i += 1
-                continue
-            best = hw if best is None else max(best, hw)
-            i += 1
+        out += _elections(int(p), rows) + _hw_drops(int(p), rows)
     return sorted(out, key=lambda e: (e["t_ns"], e["partition"]))
+
+
+def _how_elected(lead: int, row: dict, last_isr: set, last_elr: set) -> str:
+    now_isr = _members(row["isr"])
+    if lead in last_isr or (lead in now_isr and now_isr - {lead}):
+        # in the ISR before, or back in it beside others: an unclean election leaves the leader alone in the ISR
+        # (PartitionChangeBuilder), so this is a clean (e.g. preferred) election
+        return "from the ISR"
+    if lead in last_elr:
+        return "from the ELR"
+    if row.get("elr") is None:
+        return "outside the visible ISR"      # the client shows no ELR: clean or not is unknown here
+    return "uncleanly"
+
+
+def _elections(p: int, rows: list[dict]) -> list[dict]:
+    out = []
+    leaders = [_leader(r["leader"]) for r in rows]
+    last_leader, last_isr, last_elr = None, set(), set()
+    for i, r in enumerate(rows):
+        lead = leaders[i]
+        persists = all(x == lead for x in leaders[i:i + PERSIST]) and len(leaders[i:i + PERSIST]) == PERSIST
+        if lead is not None and lead != last_leader and persists and (last_leader is not None or last_isr):
+            out.append({"event": "election", "partition": p, "t_ns": int(r["t_ns"]), "leader": lead,
+                        "previous": last_leader, "previous_isr": sorted(last_isr),
+                        "how": _how_elected(lead, r, last_isr, last_elr)})
+        if lead is not None and persists:
+            last_leader = lead
+        if persists and (lead is not None or _members(r["isr"])):
+            last_isr = _members(r["isr"]) or last_isr
+            last_elr = _members(r.get("elr"))
+    return out
+
+
+def _hw_drops(p: int, rows: list[dict]) -> list[dict]:
+    """The high watermark below its earlier maximum for PERSIST samples (or at the last sample)."""
+    out = []
+    # negative: a sentinel (librdkafka's OFFSET_INVALID, -1001) older samplers wrote for "could not read it"
+    hws = [None if r["high_watermark"] is None or pd.isna(r["high_watermark"]) or r["high_watermark"] < 0
+           else int(r["high_watermark"]) for r in rows]
+    best = None
+    for i, hw in enumerate(hws):
+        if hw is None:
+            continue
+        if best is not None and hw < best:
+            window = [h for h in hws[i:i + PERSIST] if h is not None]
+            if len(window) == PERSIST and all(h < best for h in window) or i == len(rows) - 1:
+                out.append({"event": "hw_drop", "partition": p, "t_ns": int(rows[i]["t_ns"]),
+                            "hw_before": best, "hw_after": hw})
+                best = hw
+            continue
+        best = hw if best is None else max(best, hw)
+    return out
 
 
 def isr_below(samples: pd.DataFrame, need: int, slack_ns: int = 1_000_000_000) -> list[tuple[int, int, int]]:
