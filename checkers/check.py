@@ -21,7 +21,9 @@ from checkers import availability, reference
 from checkers.completeness import completeness
 from checkers.model import ModelConfig, ModelResult, run_model
 from checkers.verdict import anomalies_table, build_verdict, judge
-from history.reader import HistoryError, RunMeta, load_meta, read_table, validate_run
+from history.layout import is_run_dir, run_dirs
+from history.meta import HistoryError, RunMeta, load_meta
+from history.reader import read_table, validate_run
 from history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -70,11 +72,10 @@ def find_runs(paths: list[Path]) -> list[Path]:
     """Results directories among `paths`: a directory with meta.json or history/ is a run, else a root of runs."""
     runs = []
     for p in map(Path, paths):
-        if (p / "meta.json").exists() or (p / "history").is_dir():
+        if is_run_dir(p):
             runs.append(p)
         elif p.is_dir():
-            children = sorted(c for c in p.iterdir() if c.is_dir() and
-                              ((c / "meta.json").exists() or (c / "history").is_dir()))
+            children = run_dirs(p)
             if not children:
                 raise UsageError(f"{p}: neither a results directory (no meta.json) nor a root of results "
                                  "directories", "pass results/<run_id> or the results root")

@@ -5,10 +5,6 @@ import argparse
 
 
 def register(subparsers) -> None:
-    register_check(subparsers)
-
-
-def register_check(subparsers) -> None:
     p = subparsers.add_parser(
         "check", help="find anomalies in results directories and judge them with the ISR model",
         description="Read RESULTS_DIR (or every run under a results root) with PySpark and write verdict.json "
@@ -22,7 +18,7 @@ def register_check(subparsers) -> None:
     p.add_argument("--engine", choices=("spark", "pandas"), default="spark",
                    help="pandas: the single-process reference implementation (small runs, cross-checks)")
     add_judgement_options(p)
-    p.set_defaults(func=_run_check)
+    p.set_defaults(func=_cmd_check)
 
 
 def add_judgement_options(p: argparse.ArgumentParser) -> None:
@@ -39,7 +35,7 @@ def settings_from(args: argparse.Namespace):
     return CheckSettings(stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall)
 
 
-def _run_check(args: argparse.Namespace) -> int:
+def _cmd_check(args: argparse.Namespace) -> int:
     from checkers.check import check_many
     return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
                       settings=settings_from(args))

@@ -21,7 +21,7 @@ from checkers import availability
 from checkers.completeness import Completeness
 from checkers.model import ModelResult
 from checkers.reference import Counts
-from history.reader import RunMeta
+from history.meta import RunMeta
 from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
 
 LOST_KINDS = ("lost", "lost_after_read")

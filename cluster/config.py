@@ -7,6 +7,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 
 from base.errors import UsageError
+from base.versions import version_tuple
 
 BROKER_PORT, CONTROLLER_PORT = 9092, 9093
 FIRST_CONTROLLER_ID = 101
@@ -80,10 +81,6 @@ class ClusterConfig:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
-    @classmethod
-    def from_json(cls, text: str) -> "ClusterConfig":
-        return cls(**json.loads(text))
-
 
 def new_cluster_id() -> str:
     """A Kafka Uuid string: URL-safe base64 of 16 bytes without padding, not starting with '-'."""
@@ -91,10 +88,6 @@ def new_cluster_id() -> str:
         s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not s.startswith("-"):
             return s
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 def elr_default(version: str) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from base.errors import EnvironmentProblem, UsageError
 from base.paths import DOCKER_CONTEXT, cache_dir
+from base.versions import version_tuple
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,10 @@ class KafkaDistribution:
 
 
 def parse_version(version: str) -> tuple[int, ...]:
+    """A release version (three numbers, no suffix); UsageError for anything else."""
     if not re.fullmatch(r"\d+\.\d+\.\d+", version or ""):
         raise UsageError(f"'{version}' is not a Kafka release version", "give one like 4.4.0 or 3.9.2")
-    return tuple(int(x) for x in version.split("."))
+    return version_tuple(version)
 
 
 def _mvn() -> str:

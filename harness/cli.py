@@ -1,26 +1,33 @@
 """The `kafka-chaos` command. Each package registers its own subcommands; this module only dispatches.
 
-A subcommand module exposes `register(subparsers)`, adding parsers whose `func(args) -> int` does the work.
+One way to add a subcommand: a package's `cli` module exposes `register(subparsers)`, adding parsers with
+`set_defaults(func=...)` whose `func(args) -> int` does the work; it is listed in COMMAND_MODULES below. A module
+that fails to import is an error (the tool would otherwise lose a subcommand in silence).
 HarnessError (bad input, broken environment) prints its cause and remedy and exits 2.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import signal
 import sys
 
 from base.errors import HarnessError
+from checkers import cli as checkers_cli
+from harness import commands as harness_commands
+from harness import run_cli
+from history import cli as history_cli
+from nemesis import cli as nemesis_cli
+from report import cli as report_cli
 
-# Modules that add subcommands, in the order they appear in --help. A module that does not exist yet is skipped.
+# The modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
-    "harness.commands",      # setup, cluster up|status|down, image
-    "nemesis.cli",           # nemesis FAULT | heal | list
-    "history.cli",         # history repair
-    "checkers.cli",          # check
-    "report.cli",   # report
-    "harness.run_cli",       # run, scenarios
+    harness_commands,      # setup, cluster up|status|down
+    nemesis_cli,           # nemesis FAULT | heal | list
+    history_cli,           # history repair
+    checkers_cli,          # check
+    report_cli,            # report
+    run_cli,               # run, scenarios
 )
 
 
@@ -32,13 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue
-            raise
+    for module in COMMAND_MODULES:
         module.register(sub)
     return parser
 

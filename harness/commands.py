@@ -23,7 +23,7 @@ def register(sub) -> None:
     p = sub.add_parser("setup", help="fetch Kafka's jars from Maven Central and build the broker image")
     p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
     p.add_argument("--image", help="check this image is usable instead of building one")
-    p.set_defaults(func=cmd_setup)
+    p.set_defaults(func=_cmd_setup)
 
     cluster = sub.add_parser("cluster", help="start, inspect and remove a local Kafka cluster")
     csub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION")
@@ -38,17 +38,17 @@ def register(sub) -> None:
                     help="eligible leader replicas (4.0+; default: the version's default)")
     up.add_argument("--replica-lag-ms", type=int, default=10000, help="replica.lag.time.max.ms (default 10000)")
     up.add_argument("--session-timeout-ms", type=int, default=9000, help="broker.session.timeout.ms")
-    up.set_defaults(func=cmd_cluster_up)
+    up.set_defaults(func=_cmd_cluster_up)
     st = csub.add_parser("status", help="nodes, their state, and each partition's leader and ISR")
     add_name_option(st)
-    st.set_defaults(func=cmd_cluster_status)
+    st.set_defaults(func=_cmd_cluster_status)
     down = csub.add_parser("down", help="remove the cluster's containers and network")
     add_name_option(down)
     down.add_argument("--all", action="store_true", help="remove everything kafka-chaos left on this engine")
-    down.set_defaults(func=cmd_cluster_down)
+    down.set_defaults(func=_cmd_cluster_down)
 
 
-def cmd_setup(args) -> int:
+def _cmd_setup(args) -> int:
     from cluster import distribution, image
     from cluster.engine import docker_client
 
@@ -62,7 +62,7 @@ def cmd_setup(args) -> int:
     return 0
 
 
-def cmd_cluster_up(args) -> int:
+def _cmd_cluster_up(args) -> int:
     from cluster.kafka_cluster import KafkaCluster
 
     config = ClusterConfig(
@@ -77,14 +77,14 @@ def cmd_cluster_up(args) -> int:
     return 0
 
 
-def cmd_cluster_status(args) -> int:
+def _cmd_cluster_status(args) -> int:
     from cluster.kafka_cluster import KafkaCluster
 
     print(KafkaCluster.attach(args.name).status())
     return 0
 
 
-def cmd_cluster_down(args) -> int:
+def _cmd_cluster_down(args) -> int:
     from base.errors import UsageError
     from cluster.engine import docker_client
     from cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster, remove_all

@@ -9,7 +9,7 @@ from harness import scenarios
 
 def register(sub) -> None:
     p = sub.add_parser("scenarios", help="list the fault scenarios")
-    p.set_defaults(func=cmd_scenarios)
+    p.set_defaults(func=_cmd_scenarios)
 
     p = sub.add_parser("run", help="run a fault scenario end to end: cluster, workload, faults, check, report",
                        description="Exit 0 when the run is valid, 1 on a violation (something the ISR model says "
@@ -33,17 +33,17 @@ def register(sub) -> None:
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
     from checkers.cli import add_judgement_options
     add_judgement_options(p)
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=_cmd_run)
 
 
-def cmd_scenarios(args) -> int:
+def _cmd_scenarios(args) -> int:
     width = max(len(n) for n in scenarios.CATALOG)
     for s in scenarios.CATALOG.values():
         print(f"{s.name:<{width}}  {s.description}")
     return 0
 
 
-def cmd_run(args) -> int:
+def _cmd_run(args) -> int:
     from harness.runner import RunOptions, run, summary_lines
 
     opts = RunOptions(

@@ -119,6 +119,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
 
     `cluster`: run on this cluster (the pytest plugin's session cluster) instead of starting or attaching one.
     """
+    from history.meta import RunMeta
     from history.writer import HistoryWriter
     from nemesis.control import Nemesis
     from nemesis.schedule import ScheduleRunner
@@ -141,17 +142,18 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         topic = scenarios.TOPIC
         display.phase("topic")
         _fresh_topic(cluster, topic, sc, opts)
-        meta = {
-            "scenario": opts.scenario, "seed": opts.seed, "command": opts.command(),
-            "kafka_version": cluster.version, "topic": topic, "partitions": sc.partitions,
-            "replication_factor": sc.replication_factor, "min_insync_replicas": opts.min_isr,
-            "unclean_leader_election": opts.unclean, "elr_enabled": _elr_enabled(cluster),
-            "consumer_mode": "assign", "producers": [opts.profile().to_meta()],
-            "broker_settings": cluster.config.changed_settings(), "duration_s": opts.duration_s,
-            "brokers": [n.id for n in cluster.brokers], "controllers": [n.id for n in cluster.controllers],
-            "fault_plan": [{"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps],
-        } | opts.extra_meta
-        history = HistoryWriter.create(opts.results, opts.run_id or opts.default_run_id(), meta)
+        run_id = opts.run_id or opts.default_run_id()
+        meta = RunMeta(
+            run_id=run_id, scenario=opts.scenario, seed=opts.seed, command=opts.command(),
+            kafka_version=cluster.version, topic=topic, partitions=sc.partitions,
+            replication_factor=sc.replication_factor, min_insync_replicas=opts.min_isr,
+            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode="assign",
+            producers=(opts.profile().to_meta(),), broker_settings=cluster.config.changed_settings(),
+            duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
+            controllers=tuple(n.id for n in cluster.controllers),
+            fault_plan=tuple({"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps),
+            extra=dict(opts.extra_meta))
+        history = HistoryWriter.create(opts.results, run_id, meta)
         workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=[opts.profile()],
                                                              consumers=opts.consumers))
         nemesis = Nemesis(cluster, history.record_fault)

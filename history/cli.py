@@ -12,10 +12,10 @@ def register(subparsers) -> None:
                             description="Rebuild a results directory's Parquet history from its crash-safe "
                                         "journal. Sends without a delivery report become outcome info.")
     repair.add_argument("dir", help="the results directory, results/<run_id>")
-    repair.set_defaults(func=_repair)
+    repair.set_defaults(func=_cmd_repair)
 
 
-def _repair(args: argparse.Namespace) -> int:
+def _cmd_repair(args: argparse.Namespace) -> int:
     from history.writer import repair
 
     summary = repair(args.dir)

@@ -23,7 +23,6 @@ import threading
 from pathlib import Path
 
 NULL = "\\N"
-_SPECIAL = ("\\", "\t", "\n", "\r")
 
 INVOKE_COLUMNS = ("value", "key", "partition", "t_invoke_ns")
 COMPLETE_COLUMNS = ("value", "outcome", "error", "partition", "offset", "t_complete_ns")

@@ -5,126 +5,14 @@ exit 2, naming the file and the column, instead of failing deep inside a Spark j
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from base.errors import HarnessError
-from history.schema import HISTORY_FILES, META_REQUIRED
-
-NEWEST_KNOWN_KAFKA = "4.4.0"
-
-
-class HistoryError(HarnessError):
-    """A results directory that does not follow docs/history.md."""
-
-    def __init__(self, cause: str):
-        super().__init__(cause, "fix or regenerate the file (docs/history.md is the format; "
-                                "`kafka-chaos history repair DIR` rebuilds Parquet files from the journal)")
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in version.split("-")[0].split(".")[:3])
-    except ValueError:
-        raise HistoryError(f"meta.json: kafka_version {version!r} is not a version like 4.1.0") from None
-
-
-@dataclass(frozen=True)
-class RunMeta:
-    """meta.json with Kafka's defaults filled in for the run's version where a key is absent."""
-
-    run_id: str
-    partitions: int
-    replication_factor: int
-    min_insync_replicas: int
-    kafka_version: str = NEWEST_KNOWN_KAFKA
-    topic: str = "chaos"
-    unclean_leader_election: bool = False
-    elr_enabled: bool = True
-    consumer_mode: str = "assign"
-    producers: tuple[dict, ...] = ()
-    broker_settings: dict = field(default_factory=dict)
-    scenario: str | None = None
-    seed: int | None = None
-    command: str | None = None
-    start_ns: int | None = None
-    end_ns: int | None = None
-    brokers: tuple[int, ...] = ()        # empty: 1..replication_factor
-    controllers: tuple[int, ...] = ()    # empty: combined mode, the brokers vote
-    drain: dict | None = None            # the final drain's record; None: not recorded (an old or cut-short run)
-    interrupted: str | None = None       # why the run was cut short, if it was
-
-    def broker_ms(self, name: str, default: int) -> int:
-        return int(self.broker_settings.get(name, default))
-
-    @property
-    def replica_lag_time_max_ms(self) -> int:
-        return self.broker_ms("replica.lag.time.max.ms", 30_000 if version_tuple(self.kafka_version) >= (2, 5)
-                              else 10_000)
-
-    @property
-    def broker_session_timeout_ms(self) -> int:
-        return self.broker_ms("broker.session.timeout.ms", 9_000)
-
-
-def load_meta(run_dir: Path) -> RunMeta:
-    path = Path(run_dir) / "meta.json"
-    if not path.is_file():
-        raise HistoryError(f"{path}: missing (every results directory has a meta.json)")
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise HistoryError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(raw, dict):
-        raise HistoryError(f"{path}: must hold a JSON object")
-    for key, typ in META_REQUIRED.items():
-        if key not in raw:
-            raise HistoryError(f"{path}: required key {key!r} is missing")
-        if not isinstance(raw[key], typ) or isinstance(raw[key], bool):
-            raise HistoryError(f"{path}: key {key!r} must be {typ.__name__}, got {raw[key]!r}")
-    version = str(raw.get("kafka_version") or NEWEST_KNOWN_KAFKA)
-    mode = raw.get("consumer_mode") or "assign"
-    if mode not in ("assign", "subscribe"):
-        raise HistoryError(f"{path}: consumer_mode must be 'assign' or 'subscribe', got {mode!r}")
-    settings = {str(k): v for k, v in (raw.get("broker_settings") or {}).items()}
-    unclean = raw.get("unclean_leader_election")
-    if unclean is None:
-        unclean = str(settings.get("unclean.leader.election.enable", "false")).lower() == "true"
-    elr = raw.get("elr_enabled")
-    brokers, controllers = _node_ids(raw, "brokers", path), _node_ids(raw, "controllers", path)
-    if set(brokers) & set(controllers):
-        raise HistoryError(f"{path}: node ids {sorted(set(brokers) & set(controllers))} are listed as both "
-                           "brokers and dedicated controllers")
-    return RunMeta(
-        run_id=raw["run_id"], partitions=raw["partitions"], replication_factor=raw["replication_factor"],
-        min_insync_replicas=raw["min_insync_replicas"], kafka_version=version,
-        topic=raw.get("topic") or "chaos", unclean_leader_election=bool(unclean),
-        elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= (4, 1),
-        consumer_mode=mode, producers=tuple(raw.get("producers") or ()), broker_settings=settings,
-        scenario=raw.get("scenario"), seed=raw.get("seed"), command=raw.get("command"),
-        start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers,
-        drain=_drain(raw, path), interrupted=raw.get("interrupted") or None)
-
-
-def _drain(raw: dict, path: Path) -> dict | None:
-    drain = raw.get("drain")
-    if drain is None:
-        return None
-    if not isinstance(drain, dict) or not isinstance(drain.get("incomplete", []), list):
-        raise HistoryError(f"{path}: key 'drain' must be an object with an 'incomplete' list, got {drain!r}")
-    return drain
-
-
-def _node_ids(raw: dict, key: str, path: Path) -> tuple[int, ...]:
-    ids = raw.get(key) or []
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        raise HistoryError(f"{path}: key {key!r} must be a list of node ids (ints), got {ids!r}")
-    return tuple(ids)
+from history.meta import HistoryError
+from history.schema import HISTORY_FILES
 
 
 def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:

@@ -15,16 +15,18 @@ from pathlib import Path
 from base.errors import UsageError
 from history.build import HistorySummary, build_history
 from history.journal import CLUSTER_FILE, FAULTS_FILE, EventJournal, write_atomic
+from history.layout import META_FILE, RUN_MARKERS
+from history.meta import RunMeta
 from history.schema import META_REQUIRED
-
-RUN_MARKERS = ("meta.json", "history")
 
 
 class HistoryWriter:
-    """results/<run_id>/ for one run. `meta` needs partitions, replication_factor and min_insync_replicas."""
+    """results/<run_id>/ for one run. `meta` (a RunMeta, or its dict) needs partitions, replication_factor and
+    min_insync_replicas; its run_id is the directory's name."""
 
-    def __init__(self, run_dir: str | Path, meta: dict, *, overwrite: bool = False):
+    def __init__(self, run_dir: str | Path, meta: RunMeta | dict, *, overwrite: bool = False):
         self.dir = Path(run_dir)
+        meta = meta.to_dict() if isinstance(meta, RunMeta) else dict(meta)
         self._check_meta(meta)
         if any((self.dir / m).exists() for m in RUN_MARKERS):
             if not overwrite:
@@ -32,13 +34,13 @@ class HistoryWriter:
                                  "pick another run id, or pass --overwrite to replace it")
             shutil.rmtree(self.dir)
         self.journal_dir.mkdir(parents=True, exist_ok=True)
-        self.meta = {"run_id": self.dir.name} | dict(meta)
+        self.meta = dict(meta) | {"run_id": self.dir.name}
         self.write_meta()
         self._faults = EventJournal(self.journal_dir / FAULTS_FILE)
         self._cluster = EventJournal(self.journal_dir / CLUSTER_FILE)
 
     @classmethod
-    def create(cls, results_root: str | Path, run_id: str, meta: dict, *, overwrite: bool = False):
+    def create(cls, results_root: str | Path, run_id: str, meta: RunMeta | dict, *, overwrite: bool = False):
         return cls(Path(results_root) / run_id, meta, overwrite=overwrite)
 
     @staticmethod
@@ -68,7 +70,7 @@ class HistoryWriter:
         self.write_meta()
 
     def write_meta(self) -> None:
-        write_atomic(self.dir / "meta.json", json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
+        write_atomic(self.dir / META_FILE, json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
 
     # ---- events from the nemesis and the sampler ---------------------------------------------------------------
     def record_fault(self, event) -> None:

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--jitter-ms", type=int, default=10, help="latency: jitter")
     p.add_argument("--interval", type=float, default=2.0, help="cascade-kill: seconds between kills")
     p.add_argument("--duration", type=float, help="hold the fault S seconds, then heal it (default: leave it on)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=_cmd_nemesis)
 
 
 def _ids(text: str) -> tuple[int, ...]:
@@ -50,7 +50,7 @@ def _print_event(ev: FaultEvent) -> None:
     print(json.dumps(ev.row()), flush=True)
 
 
-def run(args) -> int:
+def _cmd_nemesis(args) -> int:
     if args.fault == "list":
         width = max(map(len, registry.names()))
         for t in registry.REGISTRY.values():

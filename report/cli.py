@@ -6,7 +6,7 @@ import argparse
 from base.errors import UsageError
 
 
-def register_report(sub) -> None:
+def register(sub) -> None:
     parser = sub.add_parser(
         "report", help="write the HTML loss report of a run, or the suite page of many",
         description="Writes RESULTS_DIR/report.html, a self-contained page that works offline; with --suite, "
@@ -15,13 +15,11 @@ def register_report(sub) -> None:
     parser.add_argument("--suite", metavar="RESULTS_ROOT", help="the directory holding many results directories")
     parser.add_argument("--no-build", action="store_true",
                         help="with --suite: list the runs without writing their missing reports")
-    parser.set_defaults(func=run_report)
+    parser.set_defaults(func=_cmd_report)
 
 
-register = register_report  # harness.cli calls `register(subparsers)` on every module in COMMAND_MODULES
 
-
-def run_report(args: argparse.Namespace) -> int:
+def _cmd_report(args: argparse.Namespace) -> int:
     # imported here so `kafka-chaos --help` does not pay for pandas and plotly
     from report.page import write_report
     from report.suite import SuiteOptions, write_suite

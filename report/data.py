@@ -19,6 +19,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from base.errors import HarnessError
+from history.layout import sends_path
+from history.meta import read_meta_dict
 from history.schema import ANOMALY_KINDS  # noqa: F401  (re-exported for the tables)
 
 SEND_COLUMNS = ["op_id", "producer", "acks", "idempotent", "partition", "offset", "outcome", "error",
@@ -77,10 +79,6 @@ class RunData:
         return max(ends)
 
 
-def sends_path(results_dir: Path) -> Path:
-    return Path(results_dir) / "history" / "sends.parquet"
-
-
 def load_run(results_dir: Path | str) -> RunData:
     """Read what the report needs. No history (no sends.parquet) is bad input: HarnessError."""
     path = Path(results_dir)
@@ -129,13 +127,8 @@ def reads_near(results_dir: Path, places: list[tuple[int, int]], span: int) -> p
 
 
 def _read_meta(path: Path) -> tuple[dict, bool]:
-    meta_file = path / "meta.json"
-    if not meta_file.is_file():
-        return {"run_id": path.name}, True
-    meta = _read_json(meta_file)
-    if not isinstance(meta, dict):
-        raise HarnessError(f"{meta_file} is not a JSON object", "rewrite it as docs/history.md describes")
-    return meta, False
+    meta = read_meta_dict(path)
+    return (meta, False) if meta is not None else ({"run_id": path.name}, True)
 
 
 def _read_json(file: Path) -> dict:

@@ -15,11 +15,12 @@ import plotly.graph_objects as go
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
+from history.layout import REPORT_FILE
 from report import data, figures, tables
 from report.data import ReportOptions, RunData
 
 TEMPLATES = Path(__file__).parent / "templates"
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT_FILE
 
 
 @dataclass(frozen=True)

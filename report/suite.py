@@ -15,7 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from base.errors import HarnessError
-from report.data import ReportOptions, sends_path
+from history.layout import run_dirs, sends_path
+from history.meta import HistoryError, read_meta_dict
+from report.data import ReportOptions
 from report.page import REPORT_NAME, template_environment, write_report
 
 log = logging.getLogger(__name__)
@@ -49,8 +51,7 @@ class SuiteRow:
 
 def find_runs(root: Path) -> list[Path]:
     """Directories directly under root that look like results directories."""
-    return sorted(d for d in root.iterdir()
-                  if d.is_dir() and ((d / "meta.json").is_file() or sends_path(d).is_file()))
+    return run_dirs(root)
 
 
 def report_is_stale(run_dir: Path) -> bool:
@@ -63,7 +64,10 @@ def report_is_stale(run_dir: Path) -> bool:
 
 
 def suite_row(run_dir: Path) -> SuiteRow:
-    meta = _json_or_empty(run_dir / "meta.json")
+    try:
+        meta = read_meta_dict(run_dir) or {}
+    except HistoryError:
+        meta = {}
     verdict = _json_or_none(run_dir / "verdict.json")
     has_history = sends_path(run_dir).is_file()
     sends, first_ns, last_ns = _sends_footer(run_dir) if has_history else (None, None, None)

@@ -16,7 +16,6 @@ from report.data import ANOMALY_KINDS, ReportOptions, RunData, anomaly_time_ns, 
 
 PRODUCER_KEYS = ("name", "acks", "idempotent", "max_in_flight", "retries", "delivery_timeout_ms",
                  "request_timeout_ms", "linger_ms", "rate")
-WRITE_KINDS = ("lost", "duplicate", "nonmonotonic_send", "offset_mismatch", "recovered")
 
 
 @dataclass

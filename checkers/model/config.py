@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, replace
 
 from checkers.model.releases import applies
-from history.reader import RunMeta
+from history.meta import RunMeta
 
 TICK_NS = 100_000_000
 REPLICATION_SLACK_NS = 1_500_000_000    # a follower may trail by replica.fetch.wait.max.ms (500 ms), more on a busy box

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from history.reader import version_tuple
+from base.versions import version_tuple
 
 
 @dataclass(frozen=True)

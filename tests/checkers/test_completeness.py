@@ -1,6 +1,6 @@
 """No verdict without a complete drain: which partitions a run's final drain read whole, and why not."""
 from checkers.completeness import completeness
-from history.reader import RunMeta
+from history.meta import RunMeta
 
 
 def meta(**kw) -> RunMeta:

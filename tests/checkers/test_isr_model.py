@@ -188,7 +188,7 @@ def test_a_killed_dedicated_controller_fences_nobody_until_it_restarts():
 
 
 def test_the_model_config_takes_brokers_and_controllers_from_meta_json(tmp_path):
-    from history.reader import load_meta
+    from history.meta import load_meta
     (tmp_path / "meta.json").write_text(json.dumps({
         "run_id": "r", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2,
         "brokers": [1, 2, 3], "controllers": [101]}))
