@@ -216,11 +216,11 @@ def reference_findings(runs: dict[str, Path], present: dict[str, dict], windows:
 
 
 def _table_dir(paths: list) -> Path:
-    paths = [Path(p) for p in paths]
-    if len(paths) == 1 and not (paths[0] / "meta.json").exists():
+    """Where the table of verdicts goes: the results root given, else the deepest folder holding every run."""
+    paths = [Path(p).resolve() for p in paths]
+    if len(paths) == 1 and not is_run_dir(paths[0]):
         return paths[0]                                   # a results root
-    parents = {p.resolve().parent for p in paths}
-    return parents.pop() if len(parents) == 1 else Path.cwd()
+    return Path(os.path.commonpath([p if not is_run_dir(p) else p.parent for p in paths]))
 
 
 def _write_table(outcomes: list[RunOutcome], paths: list) -> Path:

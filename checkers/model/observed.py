@@ -21,6 +21,7 @@ from checkers.model.windows import intersect_windows  # noqa: F401  (the judge a
 
 TOLERANCE_NS = 10_000_000_000
 PERSIST = 2
+HW_DROP_NEAR_NS = 2_000_000_000     # a high-watermark drop this close to an election came with it
 
 
 def _rows(samples: pd.DataFrame, partition) -> list[dict]:
@@ -45,8 +46,22 @@ def observed_events(samples: pd.DataFrame) -> list[dict]:
         return out
     for p in sorted(samples["partition"].unique()):
         rows = _rows(samples, p)
-        out += _elections(int(p), rows) + _hw_drops(int(p), rows)
+        drops = _hw_drops(int(p), rows)
+        out += _truncating(_elections(int(p), rows), drops) + drops
     return sorted(out, key=lambda e: (e["t_ns"], e["partition"]))
+
+
+def _truncating(elections: list[dict], drops: list[dict]) -> list[dict]:
+    """An election of a replica from outside the previous ISR that the samples show beside other ISR members looks
+    clean (a preferred election after it rejoined), unless the high watermark fell with it: the unclean leader's
+    ISR refilled before the next sample. A clean election never lowers the high watermark clients see (a new
+    leader answers ListOffsets only once its high watermark has caught up, KIP-207)."""
+    for e in elections:
+        if e["how"] == "from the ISR" and e["leader"] not in e["previous_isr"] and any(
+                abs(d["t_ns"] - e["t_ns"]) <= HW_DROP_NEAR_NS for d in drops):
+            e["how"] = "uncleanly"
+            e["note"] = "the ISR refilled before the next sample; the high watermark fell with the election"
+    return elections
 
 
 def _how_elected(lead: int, row: dict, last_isr: set, last_elr: set) -> str:

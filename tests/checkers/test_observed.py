@@ -58,3 +58,11 @@ def test_a_watermark_the_sampler_could_not_read_is_no_drop():
     rows = [sample(t, 1, (1, 2, 3), hw=1000) for t in range(0, 5 * S, 500)] + \
         [sample(t, 1, (1, 2, 3), hw=-1001) for t in range(5 * S, 10 * S, 500)]
     assert observed_events(samples(rows)) == []
+
+
+def test_a_replica_from_outside_the_isr_elected_as_the_high_watermark_falls_is_unclean_though_the_isr_refilled():
+    # the unclean leader's ISR grew back before the next sample: only the high watermark tells
+    rows = [sample(t, 1, (1,), hw=9000 + t) for t in range(0, 5 * S, 500)] + \
+        [sample(t, 2, (2, 3), hw=4000 + t) for t in range(5 * S, 10 * S, 500)]
+    (e,) = [e for e in observed_events(samples(rows)) if e["event"] == "election"]
+    assert e["how"] == "uncleanly"
