@@ -18,10 +18,11 @@ import pyarrow.parquet as pq
 
 from base.errors import HarnessError, UsageError
 from checkers import availability, reference
+from checkers.client import message_timeouts
 from checkers.completeness import completeness
 from checkers.model import ModelConfig, ModelResult, run_model
 from checkers.verdict import anomalies_table, build_verdict, judge
-from history.layout import is_run_dir, run_dirs
+from history.layout import is_run_dir, run_dirs, sends_path
 from history.meta import HistoryError, RunMeta, load_meta
 from history.reader import read_table, validate_run
 from history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
@@ -155,7 +156,9 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             # the predictions speak of the acks and idempotence the sends actually used
             model.config = ModelConfig.from_meta(meta, findings.acks.get(run_id, ()),
                                                  findings.idempotent.get(run_id, ()))
-            verdict, judged = judge_run(meta, model, samples, findings.for_run(run_id), settings)
+            found = findings.for_run(run_id)
+            timeouts = message_timeouts(sends_path(run_dir)) if _idempotent_out_of_order(found.instances) else {}
+            verdict, judged = judge_run(meta, model, samples, found, settings, timeouts)
             _write(run_dir, verdict, judged)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
     if table and len(outcomes) > 1:
@@ -163,7 +166,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
     return outcomes
 
 
-def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, settings: CheckSettings):
+def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, settings: CheckSettings,
+              client_timeouts: dict | None = None):
     """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings)."""
     complete = completeness(meta, found.final_reads, found.acked_partitions)
     acks = set(model.config.acks)
@@ -177,9 +181,17 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
 
     disagreements = observed.model_disagreements(model, samples)
     losses = observed.unpredicted_losses(disagreements)
-    judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s)
+    judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_timeouts)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
     return verdict, judged
+
+
+def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
+    """Rows only a client-side epoch bump could explain: duplicates or reordering of an idempotent producer."""
+    if not len(instances) or "idempotent" not in instances:
+        return False
+    kinds = instances["kind"].isin(("duplicate", "nonmonotonic_send"))
+    return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
 def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):
@@ -215,15 +227,17 @@ def reference_findings(runs: dict[str, Path], present: dict[str, dict], windows:
                     idempotent=idem)
 
 
-def _table_dir(paths: list) -> Path:
-    """Where the table of verdicts goes: the results root given, else the deepest folder holding every run."""
+def _table_dir(paths: list) -> Path | None:
+    """Where the table of verdicts goes: the results root given, else the deepest folder holding every run; None
+    when that is the file system's root (runs picked from all over: no natural home, so no table)."""
     paths = [Path(p).resolve() for p in paths]
     if len(paths) == 1 and not is_run_dir(paths[0]):
         return paths[0]                                   # a results root
-    return Path(os.path.commonpath([p if not is_run_dir(p) else p.parent for p in paths]))
+    common = Path(os.path.commonpath([p if not is_run_dir(p) else p.parent for p in paths]))
+    return None if common == Path(common.anchor) else common
 
 
-def _write_table(outcomes: list[RunOutcome], paths: list) -> Path:
+def _write_table(outcomes: list[RunOutcome], paths: list) -> Path | None:
     rows = []
     for o in outcomes:
         v = o.verdict or {}
@@ -234,7 +248,10 @@ def _write_table(outcomes: list[RunOutcome], paths: list) -> Path:
                      "sends": (v.get("counts") or {}).get("sends"), "unavailable": v.get("unavailable"),
                      "predicted_lost": (v.get("predicted") or {}).get("lost"), "error": o.error})
     frame = pd.DataFrame(rows)
-    out = _table_dir(paths) / VERDICTS_TABLE
+    folder = _table_dir(paths)
+    if folder is None:
+        return None
+    out = folder / VERDICTS_TABLE
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out)
     print(f"table of verdicts: {out}")
     return out

@@ -11,6 +11,7 @@ still left, then flush again, so every send has an outcome.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 
@@ -24,6 +25,14 @@ log = logging.getLogger(__name__)
 # Layout of a producer's slots in the shared counters array.
 INVOKED, SENT_OK, SENT_FAIL, SENT_INFO = range(4)
 COUNTER_SLOTS = 4
+
+
+def client_debug() -> dict:
+    """KAFKA_CHAOS_CLIENT_DEBUG=eos,msg turns on librdkafka's debug contexts in the producers; their log goes to
+    stderr. For finding out what the client did (e.g. an idempotent producer's epoch bumps), not for runs whose
+    speed matters."""
+    contexts = os.environ.get("KAFKA_CHAOS_CLIENT_DEBUG", "").strip()
+    return {"debug": contexts, "log_level": 7} if contexts else {}
 
 
 @dataclass(frozen=True)
@@ -75,7 +84,7 @@ class ProducerWorker:
             "on_delivery": self._delivery_callback(),
             "queue.buffering.max.messages": max(100_000, self.spec.max_outstanding * 2),
             "log_level": 3,
-        } | dict(self.spec.client_overrides)
+        } | client_debug() | dict(self.spec.client_overrides)
         return Producer(conf)
 
     def _delivery_callback(self):

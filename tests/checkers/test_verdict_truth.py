@@ -142,6 +142,32 @@ def test_an_idempotent_producers_duplicate_after_a_predicted_unclean_election_is
     assert list(dup["classification"]) == ["allowed"], list(dup["reason"])
 
 
+def test_an_idempotent_duplicate_after_the_same_producers_messages_timed_out_is_the_clients_epoch_bump(tmp_path):
+    # librdkafka bumps the epoch for every partition when messages time out; a retry that was already in the
+    # log is sent again under the new epoch, and the broker cannot dedup across epochs
+    from tests.checkers.conftest import MS
+    slow = send("a", offset=0, t=0)
+    slow["t_complete_ns"] += 40 * S * MS                          # pending for 40 s, acked in the end
+    timed_out = send("x", outcome="info", t=30 * S)               # another message timed out meanwhile
+    run = write_run(tmp_path / "r", [slow, timed_out], [read("a", offset=0), read("a", offset=1)],
+                    **with_times(meta()))
+    code, verdict, rows = checked(run)
+    (reason,) = rows[rows["kind"] == "duplicate"]["reason"]
+    assert verdict["violations"] == {} and code == 0
+    assert "librdkafka" in reason and "timed out" in reason
+
+
+def test_a_timeout_of_another_producer_voids_nothing(tmp_path):
+    from tests.checkers.conftest import MS
+    slow = send("a", offset=0, t=0)
+    slow["t_complete_ns"] += 40 * S * MS
+    other = send("x", outcome="info", producer="p1", process=1, t=30 * S)
+    run = write_run(tmp_path / "r", [slow, other], [read("a", offset=0), read("a", offset=1)],
+                    **with_times(meta()))
+    code, verdict, _ = checked(run)
+    assert verdict["violations"] == {"duplicate": 1} and code == 1
+
+
 def test_an_acks_all_ack_while_the_isr_is_certainly_below_min_isr_is_a_violation(tmp_path):
     faults = [fault(10 * S, "start", "kill", [2]), fault(10 * S, "start", "kill", [3], fault_name="kill-3")]
     sends = [send("a", offset=0, t=1 * S), send("b", offset=1, t=60 * S)]
