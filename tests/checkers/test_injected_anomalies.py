@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.reference import find_anomalies
-from history.synthetic import _RECIPES, inject_anomalies
+from history.synthetic.inject import _RECIPES, inject_anomalies
 from tests.checkers.synthetic_frames import clean_history
 
 INJECTABLE = [k for k in _RECIPES if k != "recovered"]

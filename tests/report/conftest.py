@@ -1,9 +1,9 @@
-"""Results directories for the report tests, made by history.sample (hand-written verdict and anomalies)."""
+"""Results directories for the report tests, made by history.synthetic.sample (hand-written verdict and anomalies)."""
 from __future__ import annotations
 
 import pytest
 
-from history.sample import SampleRun, write_sample_run
+from history.synthetic import SampleRun, write_sample_run
 
 
 @pytest.fixture

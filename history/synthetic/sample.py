@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from history.synthetic.clock import START_NS
 
-T0_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
+T0_NS = START_NS
 
 
 @dataclass(frozen=True)

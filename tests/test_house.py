@@ -1,0 +1,56 @@
+"""The house's rules (docs/architecture.md), enforced: layers and independence by import-linter, complexity by
+ruff, and modules of about 400 lines at most. A deliberately added upward import must break the contract."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("base", "cluster", "history", "nemesis", "workloads", "checkers", "report", "harness")
+BIN = Path(sys.executable).parent
+MAX_LINES = 400
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=root, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(root), "PATH": str(BIN)})
+
+
+def test_every_import_flows_downward_and_the_middle_row_is_independent():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_deliberate_upward_import_breaks_the_contract(tmp_path):
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    errors = tmp_path / "base" / "errors.py"
+    errors.write_text(errors.read_text() + "\nfrom harness import runner  # noqa: E402,F401  (upward: must fail)\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_report_that_imports_the_checkers_breaks_the_independence_of_the_middle_row(tmp_path):
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    page = tmp_path / "report" / "page.py"
+    page.write_text(page.read_text() + "\nfrom checkers import verdict  # noqa: E402,F401  (sideways: must fail)\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
+
+
+def test_ruff_finds_nothing_no_function_over_complexity_12():
+    result = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "."], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_over_400_lines(package):
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / package).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split by job: {long}"
