@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 NEWEST_KNOWN_KAFKA = "4.4.0"     # the default; cluster.distribution falls back to an older one Central serves whole
+ELR_DEFAULT_FROM = (4, 1)        # KIP-966: new clusters have eligible leader replicas on from this release
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-[\w.]+)?")
 
 

@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from checkers import instances
-
-ACKED = ("1", "all")
+from history.schema import ACKED
 
 
 @dataclass(frozen=True)

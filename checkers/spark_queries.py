@@ -19,10 +19,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from history.schema import ACKED, ACKS_LEVELS
+
 OUTCOMES = ("ok", "fail", "info")          # outcome code: the index; anything else: len(OUTCOMES)
-ACKS = ("0", "1", "all")                   # acks code: the index; anything else: len(ACKS)
+ACKS = ACKS_LEVELS                         # acks code: the index; anything else: len(ACKS)
 OK, FAIL, INFO = 0, 1, 2
-ACKED = (1, 2)                             # acks codes of "1" and "all"
+ACKED_CODES = tuple(ACKS.index(a) for a in ACKED)   # acks codes of "1" and "all"
 CANDIDATE_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "failed_read", "recovered",
                    "offset_mismatch", "nonmonotonic_send", "divergent")
 
@@ -163,7 +165,7 @@ def _per_value(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     acks = F.when(sent, (F.col("code") - 1) % 4)
     ok = sent & (outcome == OK)
     kinds = {
-        "lost": ok & acks.isin(*ACKED) & (F.col("s_p") >= 0) & (F.coalesce(F.col("s_fin"), F.lit(0)) == 0),
+        "lost": ok & acks.isin(*ACKED_CODES) & (F.col("s_p") >= 0) & (F.coalesce(F.col("s_fin"), F.lit(0)) == 0),
         "lost_after_read": F.col("lar_p").isNotNull(),
         "duplicate": F.col("n_pos") >= 2,
         "phantom": read & ~sent,

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 
 from base.errors import UsageError
-from base.versions import version_tuple
+from base.versions import ELR_DEFAULT_FROM, version_tuple
 
 BROKER_PORT, CONTROLLER_PORT = 9092, 9093
 FIRST_CONTROLLER_ID = 101
@@ -91,7 +91,7 @@ def new_cluster_id() -> str:
 
 
 def elr_default(version: str) -> bool:
-    return version_tuple(version) >= (4, 1, 0)
+    return version_tuple(version) >= ELR_DEFAULT_FROM
 
 
 def format_args(config: ClusterConfig, version: str) -> str:

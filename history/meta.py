@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from base.errors import HarnessError
-from base.versions import NEWEST_KNOWN_KAFKA
+from base.versions import ELR_DEFAULT_FROM, NEWEST_KNOWN_KAFKA
 from base.versions import version_tuple as base_version_tuple
 from history.layout import META_FILE
 from history.schema import META_REQUIRED
@@ -113,7 +113,7 @@ def load_meta(run_dir: Path) -> RunMeta:
         run_id=raw["run_id"], partitions=raw["partitions"], replication_factor=raw["replication_factor"],
         min_insync_replicas=raw["min_insync_replicas"], kafka_version=version,
         topic=raw.get("topic") or "chaos", unclean_leader_election=bool(unclean),
-        elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= (4, 1),
+        elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= ELR_DEFAULT_FROM,
         consumer_mode=mode, producers=tuple(raw.get("producers") or ()), broker_settings=settings,
         scenario=raw.get("scenario"), seed=raw.get("seed"), command=raw.get("command"),
         start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers,

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+ACKS_LEVELS = ("0", "1", "all")     # sends.acks: what the producer asked the leader for
+ACKED = ("1", "all")                # the levels a broker acknowledges: an `ok` send with these reached a log
+
 SENDS_SCHEMA = pa.schema([
     pa.field("op_id", pa.int64(), nullable=False),
     pa.field("process", pa.int32(), nullable=False),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from checkers.model.releases import applies
 from history.meta import RunMeta
+from history.schema import ACKED  # noqa: F401  (the model speaks of these acks levels)
 
 TICK_NS = 100_000_000
 REPLICATION_SLACK_NS = 1_500_000_000    # a follower may trail by replica.fetch.wait.max.ms (500 ms), more on a busy box
@@ -18,7 +19,6 @@ METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their 
 METADATA_CATCHUP_NS = 5_000_000_000
 DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
 IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried
-ACKED = ("1", "all")
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
 CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from base.versions import version_tuple
+from base.versions import ELR_DEFAULT_FROM, version_tuple
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ RULES: dict[str, Rule] = {
         (3, 9), "KAFKA-12670: KRaft honours unclean.leader.election.enable (ignored before 3.9)",
         "PartitionChangeBuilder.electLeader, its unclean path; ReplicationControlManager's unclean election task"),
     "eligible_leader_replicas": Rule(
-        (4, 1), "KIP-966: eligible leader replicas, on by default for new clusters from 4.1 (a feature from 4.0)",
+        ELR_DEFAULT_FROM,
+        "KIP-966: eligible leader replicas, on by default for new clusters from 4.1 (a feature from 4.0)",
         "PartitionChangeBuilder.maybePopulateTargetElr; ReplicationControlManager.handleBrokerUncleanShutdown"),
     "last_known_leader": Rule(
         (4, 0), "KIP-966: with ISR and ELR empty, the last known leader may lead again (liveness fix KAFKA-19522, 4.1)",

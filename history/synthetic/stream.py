@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from base.versions import version_tuple
 from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 from history.synthetic.clock import START_NS
 from history.synthetic.inject import inject_anomalies
@@ -33,7 +34,7 @@ CHUNK = 1_000_000
 
 
 @dataclass(frozen=True)
-class ProducerProfile:
+class SyntheticProducer:
     """One producer process of the synthetic workload (the `producers` entries of meta.json)."""
 
     name: str
@@ -57,7 +58,7 @@ class SyntheticSpec:
     partitions: int = 3
     seed: int = 0
     faults: bool = True
-    producers: tuple[ProducerProfile, ...] = (ProducerProfile("p0"), ProducerProfile("p1"))
+    producers: tuple[SyntheticProducer, ...] = (SyntheticProducer("p0"), SyntheticProducer("p1"))
     consumers: int = 1
     duration_s: float | None = None   # default: max(60 s, sends / 1000 per s)
     replication_factor: int = 3
@@ -200,7 +201,7 @@ def _faults_table(tl: FaultTimeline | None) -> pa.Table | None:
 def _cluster_table(spec: SyntheticSpec, tl: FaultTimeline | None, c: _Counters) -> pa.Table:
     rows = {"t_ns": [], "partition": [], "leader": [], "isr": [], "elr": [], "high_watermark": [],
             "controller": []}
-    elr_exposed = tuple(int(x) for x in spec.kafka_version.split(".")[:2]) >= (4, 0)
+    elr_exposed = version_tuple(spec.kafka_version) >= (4, 0)
     for si, t in enumerate(c.sample_times.tolist()):
         for p in range(spec.partitions):
             replicas = _replicas(p, spec.replication_factor)
