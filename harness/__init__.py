@@ -1,1 +1,1 @@
-"""kafka-chaos harness: the Kafka distribution, its image, the Docker cluster, the runner and the CLI."""
+"""kafka-chaos harness: the driver on top of the house: the runner, the scenario catalog, the CLI, the pytest plugin."""
