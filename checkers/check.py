@@ -20,7 +20,8 @@ from base.errors import HarnessError, UsageError
 from checkers import availability, reference
 from checkers.client import message_timeouts
 from checkers.completeness import completeness
-from checkers.model import ModelConfig, ModelResult, run_model
+from checkers.findings import Findings
+from checkers.model import ModelConfig, ModelResult, observed, run_model
 from checkers.verdict import anomalies_table, build_verdict, judge
 from history.layout import is_run_dir, run_dirs, sends_path
 from history.meta import HistoryError, RunMeta, load_meta
@@ -97,7 +98,6 @@ def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int
     """(partition, start, end) in which the ISR was certainly below min.insync.replicas: the model says so (the
     controller's view) and the cluster samples show it (the brokers' view, which is what a leader checks before
     appending: a leader cut off from the controller keeps its old ISR). Either alone could invent a breach."""
-    from checkers.model import observed
 
     model_side = [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
     return observed.intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
@@ -177,7 +177,6 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     span = meta.end_ns - meta.start_ns if meta.start_ns and meta.end_ns else None
     available = availability.summary(stalls, meta.partitions, span, settings.stall_threshold_s,
                                      settings.max_stall_s)
-    from checkers.model import observed  # the model's self-check against what the cluster visibly did
 
     disagreements = observed.model_disagreements(model, samples)
     losses = observed.unpredicted_losses(disagreements)
@@ -207,7 +206,6 @@ def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):
 
 def reference_findings(runs: dict[str, Path], present: dict[str, dict], windows: dict | None = None):
     """The same Findings as the Spark pass, computed one run at a time with the pandas reference."""
-    from checkers.findings import Findings
     frames, counts, acks_b, pending_b, finals, acks, idem = [], {}, [], [], {}, {}, {}
     for run_id in runs:
         sends = read_table(present[run_id]["history/sends.parquet"], SENDS_SCHEMA)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from checkers import availability
+from checkers import availability, instances
 from checkers.client import epoch_bump_between
 from checkers.completeness import Completeness
 from checkers.model import ModelResult
@@ -72,7 +72,6 @@ def _int(x) -> int | None:
 
 def stall_rows(found: list[availability.Stall]) -> pd.DataFrame:
     """Instance rows of kind `stall`: t_invoke_ns..t_complete_ns is the stall."""
-    from checkers import instances
     return instances.typed(pd.DataFrame({"kind": "stall", "partition": [s.partition for s in found],
                                          "t_invoke_ns": [s.start_ns for s in found],
                                          "t_complete_ns": [s.end_ns for s in found]}))

@@ -22,6 +22,7 @@ from base.errors import EnvironmentProblem, UsageError
 from base.paths import DOCKER_CONTEXT
 from base.waiting import WaitTimeout, wait_until
 from cluster import config as cfg
+from cluster import distribution, image
 from cluster.config import ClusterConfig
 from cluster.engine import docker_client
 from cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
@@ -115,7 +116,6 @@ class KafkaCluster(ClusterMetadata):
 
     def up(self, timeout: float = 120) -> "KafkaCluster":
         """Resolve jars and image, create network and nodes, wait until every broker has registered."""
-        from cluster import distribution, image
 
         sweep_orphans(self.client)
         self._check_name_free()

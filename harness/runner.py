@@ -13,10 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import UsageError
-from cluster.config import ClusterConfig
+from checkers.check import CheckSettings, check_run
+from cluster.config import ClusterConfig, elr_default
 from cluster.kafka_cluster import KafkaCluster
 from harness import scenarios
 from harness.live import LiveDisplay
+from history.meta import RunMeta
+from history.writer import HistoryWriter
+from nemesis.control import Nemesis
+from nemesis.schedule import ScheduleRunner
+from report.page import write_report
+from workloads.profile import ProducerProfile
+from workloads.run import Workload, WorkloadConfig
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +85,10 @@ class RunOptions:
         return self
 
     def check_settings(self):
-        from checkers.check import CheckSettings
 
         return CheckSettings(stall_threshold_s=self.stall_threshold_s, max_stall_s=self.max_stall_s)
 
     def profile(self):
-        from workloads.profile import ProducerProfile
 
         return ProducerProfile(name="p0", acks=self.acks, idempotent=bool(self.idempotence), rate=self.rate)
 
@@ -119,11 +125,6 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
 
     `cluster`: run on this cluster (the pytest plugin's session cluster) instead of starting or attaching one.
     """
-    from history.meta import RunMeta
-    from history.writer import HistoryWriter
-    from nemesis.control import Nemesis
-    from nemesis.schedule import ScheduleRunner
-    from workloads.run import Workload, WorkloadConfig
 
     opts = options.resolved()
     sc = scenarios.scenario(opts.scenario)
@@ -247,7 +248,6 @@ def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts
 
 
 def _elr_enabled(cluster: KafkaCluster) -> bool:
-    from cluster.config import elr_default
 
     return cluster.config.elr if cluster.config.elr is not None else elr_default(cluster.version)
 
@@ -257,8 +257,6 @@ def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
 
     if not opts.check:
         return RunResult(run_dir, 0, None, None)
-    from checkers.check import check_run
-    from report.page import write_report
 
     display.phase("check")
     code = check_run(run_dir, force=True, settings=opts.check_settings())
