@@ -25,8 +25,9 @@ HW_DROP_NEAR_NS = 2_000_000_000     # a high-watermark drop this close to an ele
 
 
 def _rows(samples: pd.DataFrame, partition) -> list[dict]:
-    g = samples[samples["partition"] == partition].sort_values("t_ns")
-    return g.to_dict("records")
+    g = samples[samples["partition"] == partition].sort_values("t_ns", kind="stable")
+    cols = list(g.columns)
+    return [dict(zip(cols, r)) for r in g.itertuples(index=False, name=None)]
 
 
 def _leader(x):

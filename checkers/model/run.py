@@ -59,29 +59,32 @@ def _simulate(cfg: ModelConfig, events: list[FaultEffect], samples: pd.DataFrame
     queue = list(enumerate(sim.faults))
     qi = 0
     stop = max(t_end, events[-1].t_ns + TICK_NS)
-    quiet_since = None
+    quiet_since, marks = t, None
     while t <= stop:
         while qi < len(queue) and queue[qi][1].t_ns <= t:
             sim.apply(queue[qi][0], queue[qi][1], t)
             qi += 1
         sim.tick(t)
-        active = _active_faults(sim.faults[:qi])
-        quiet_since = (quiet_since or t) if not active else None
-        if quiet_since is not None and t - quiet_since > settle and qi < len(queue):
-            sim.advance_steady(t, max(t, queue[qi][1].t_ns - TICK_NS))   # steady state: skip to the next fault
-            t = max(t, queue[qi][1].t_ns - TICK_NS)
-            quiet_since = None
-        elif quiet_since is not None and t - quiet_since > settle:
-            break                                        # nothing left to happen
+        now = _marks(sim)
+        if now != marks:
+            marks, quiet_since = now, t
+        elif t - quiet_since > settle:
+            # Steady state: nothing changed for longer than any timer the model has (lag, session), so nothing
+            # will until the next fault row. Skip there (or to the end), carrying on whatever goes on now.
+            t_next = queue[qi][1].t_ns - TICK_NS if qi < len(queue) else stop
+            if t_next > t:
+                sim.advance_steady(t, t_next)
+                t = quiet_since = t_next
+            if qi >= len(queue):
+                break
         t += TICK_NS
     sim.finish(min(t, stop))
     return sim
 
 
 
-def _active_faults(applied: list[FaultEffect]) -> bool:
-    open_ = 0
-    for f in applied:
-        open_ += 1 if f.action == "start" else -1
-    return open_ > 0
+def _marks(sim: _Sim) -> tuple:
+    """What changes when anything in the simulation does: events, risk and availability windows, views."""
+    return (len(sim.events), len(sim.risk), len(sim.unavailable),
+            hash(tuple((len(part.down_since), *part.view.values()) for part in sim.parts.values())))
 
