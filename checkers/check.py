@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from base import exits
 from base.errors import HarnessError, UsageError
 from checkers import availability, reference
 from checkers.client import message_timeouts
@@ -30,7 +31,8 @@ from history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_S
 
 log = logging.getLogger(__name__)
 
-EXIT_VALID, EXIT_VIOLATION, EXIT_UNUSABLE, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_VALID, EXIT_VIOLATION, EXIT_UNUSABLE, EXIT_INCOMPLETE = (exits.VALID, exits.VIOLATION, exits.UNUSABLE,
+                                                              exits.NO_VERDICT)
 VERDICTS_TABLE = "verdicts.parquet"
 
 

@@ -11,7 +11,9 @@ import argparse
 import logging
 import signal
 import sys
+import traceback
 
+from base import exits
 from base.errors import HarnessError
 from checkers import cli as checkers_cli
 from harness import commands as harness_commands
@@ -35,13 +37,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-chaos",
         description="Jepsen-style chaos tests against a real Kafka KRaft cluster in Docker.",
+        epilog=exits.HELP,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"kafka-chaos {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
         module.register(sub)
+    _everywhere(sub)
     return parser
+
+
+def _everywhere(subparsers) -> None:
+    """-v/--verbose after any subcommand too, and the exit codes in every --help."""
+    for p in subparsers.choices.values():
+        p.epilog = p.epilog or exits.HELP
+        if not any("--verbose" in a.option_strings for a in p._actions):
+            p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging")
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                _everywhere(a)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafka-chaos")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _interrupt(signum, frame):
@@ -68,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted", file=sys.stderr)
         return 130
+    except Exception:
+        traceback.print_exc()
+        print(f"kafka-chaos: internal error (a bug in kafka-chaos, not a verdict; exit {exits.CRASH}): please "
+              "report it with the traceback above", file=sys.stderr)
+        return exits.CRASH
 
 
 if __name__ == "__main__":

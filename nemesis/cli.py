@@ -11,6 +11,7 @@ import json
 import sys
 import time
 
+from base import exits
 from base.errors import UsageError
 from nemesis import registry
 from nemesis.control import Nemesis, sweep
@@ -73,7 +74,7 @@ def _cmd_nemesis(args) -> int:
             print(f"heal: {p}", file=sys.stderr)
         print(f"healed cluster {args.name}: every node running, no rule of ours left" if not problems
               else f"heal of cluster {args.name} left problems")
-        return 1 if problems else 0
+        return exits.UNUSABLE if problems else exits.VALID
     nemesis = Nemesis(cluster, record=_print_event)
     if args.duration is None:
         nemesis.start(fault)
@@ -88,4 +89,4 @@ def _cmd_nemesis(args) -> int:
             problems = nemesis.heal_all()
     for p in problems:
         print(f"heal: {p}", file=sys.stderr)
-    return 1 if problems else 0
+    return exits.UNUSABLE if problems else exits.VALID
