@@ -4,6 +4,7 @@ and report attached. `--chaos-suite full` runs the whole matrix (the nightly sui
 import pytest
 
 from harness.scenarios import CATALOG
+from tests.schemas import validate_run
 
 PROFILES = [  # (acks, min.insync.replicas, unclean)
     ("all", 2, False),
@@ -32,6 +33,7 @@ def test_scenario(request, chaos_run, scenario, acks, min_isr, unclean):
     result = chaos_run(scenario, acks=acks, min_isr=min_isr, unclean=unclean, seed=7, **kwargs)
     verdict = result.verdict
     assert verdict is not None, f"no verdict in {result.run_dir}"
+    validate_run(result.run_dir)                      # real verdicts follow the published schemas
     assert verdict["counts"]["ok"] > 0, f"no write succeeded in {result.run_dir}"
     assert verdict["counts"]["final_reads"] > 0, f"the final drain read nothing in {result.run_dir}"
     assert result.exit_code == 0, (f"violations {verdict['violations']} in {result.run_dir}; "
