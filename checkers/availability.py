@@ -8,9 +8,10 @@ Both finders (Spark and the pandas reference) reduce the sends to two small tabl
 - acks: (partition, first, last) ack time of the acks=1/all `ok` sends completed in each bucket;
 - pending: (partition, first invoke, last completion) of the acks=1/all sends invoked in each bucket, where a send
   that never completed counts as pending until the end of the run.
-Gaps between acks are exact (within a bucket acks are < 100 ms apart, below any sensible threshold); the pending
-cover is exact to one bucket. The model's predicted unavailable windows are then subtracted to say how much of
-each stall Kafka's rules did not explain.
+Each table is then merged into islands (spans no more than a bucket apart), so what crosses from Spark is where
+acking or waiting stops, not a row per bucket. Gaps between acks are exact (within an island acks are at most
+100 ms apart, below the smallest threshold allowed, 0.2 s); the pending cover is exact to one bucket. The model's
+predicted unavailable windows are then subtracted to say how much of each stall Kafka's rules did not explain.
 """
 from __future__ import annotations
 
@@ -77,11 +78,11 @@ def stalls(acks: pd.DataFrame, pending: pd.DataFrame, predicted: list[tuple[int,
         last = waits["last"].to_numpy(dtype=np.int64)
         last = np.where(last == NEVER, max(run_end, int(waits["first"].max())), last)
         cover = _merge(list(zip(waits["first"].to_numpy(dtype=np.int64).tolist(), last.tolist())), BUCKET_NS)
-        mine = acks[acks["partition"] == p]
-        times = np.sort(np.concatenate([mine["first"].to_numpy(dtype=np.int64),
-                                        mine["last"].to_numpy(dtype=np.int64)])).tolist()
-        bounds = [-NEVER] + times + [NEVER]               # python ints: no overflow at the ends
-        gaps = [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b - a > threshold]
+        mine = acks[acks["partition"] == p].sort_values("first", kind="stable")
+        ends = np.maximum.accumulate(mine["last"].to_numpy(dtype=np.int64)).tolist()
+        # between one span of acks and the next (python ints: no overflow at the ends)
+        gaps = [(a, b) for a, b in zip([-NEVER] + ends, mine["first"].astype("int64").tolist() + [NEVER])
+                if b - a > threshold]
         windows = _merge([(s, e) for s, e, wp in predicted if int(wp) == p])
         for a, b in _intersect(gaps, cover):
             if b - a > threshold:
@@ -111,9 +112,21 @@ def summary(found: list[Stall], partitions: int, span_ns: int | None, threshold_
     }
 
 
+def islands(spans: pd.DataFrame, gap_ns: int = BUCKET_NS) -> pd.DataFrame:
+    """(partition, first, last) spans merged per partition where one starts within gap_ns of the furthest end
+    before it; what the Spark side (spark_queries.islands) sends across, so both engines hand over the same."""
+    if not len(spans):
+        return spans.reset_index(drop=True)
+    s = spans.sort_values(["partition", "first", "last"], kind="stable").reset_index(drop=True)
+    before = s.groupby("partition")["last"].transform(lambda x: x.cummax().shift(1))
+    new = before.isna() | (s["first"] - gap_ns > before)
+    island = new.astype("int64").groupby(s["partition"]).cumsum()
+    return s.assign(island=island).groupby(["partition", "island"], as_index=False) \
+        .agg(first=("first", "min"), last=("last", "max")).drop(columns="island")
+
+
 def reference_buckets(sends: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The two bucket tables from a sends frame (the pandas engine; Spark builds the same with one aggregation
-    each)."""
+    """The two island tables from a sends frame (the pandas engine; Spark builds the same in one scan)."""
     acked = sends[sends["acks"].isin(["1", "all"]) & sends["partition"].notna()]
     ok = acked[(acked["outcome"] == "ok") & acked["t_complete_ns"].notna()]
     t = ok["t_complete_ns"].astype("int64")
@@ -124,4 +137,4 @@ def reference_buckets(sends: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     pending = pd.DataFrame({"partition": acked["partition"].astype("int64"), "b": inv // BUCKET_NS, "i": inv,
                             "c": done}).groupby(["partition", "b"]).agg(first=("i", "min"), last=("c", "max")) \
         .reset_index().drop(columns="b")
-    return acks, pending
+    return islands(acks), islands(pending)

@@ -48,19 +48,34 @@ def reads_summary(reads: DataFrame) -> DataFrame:
 
 
 def ack_buckets(sends: DataFrame, bucket_ns: int) -> DataFrame:
-    """(run, partition, first, last): ack times of acks=1/all ok sends per bucket (checkers.availability)."""
-    ok = sends.where((F.col("outcome") == "ok") & F.col("acks").isin("1", "all") & F.col("partition").isNotNull())
-    return ok.groupBy("run", "partition", F.floor(F.col("t_complete_ns") / bucket_ns).alias("b")) \
+    """(run, partition, first, last): ack times of acks=1/all ok sends per bucket, merged into islands of acks no
+    more than a bucket apart (checkers.availability)."""
+    ok = sends.where((F.col("outcome") == "ok") & F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
+    buckets = ok.groupBy("run", "partition", F.floor(F.col("t_complete_ns") / bucket_ns).alias("b")) \
         .agg(F.min("t_complete_ns").alias("first"), F.max("t_complete_ns").alias("last")).drop("b")
+    return islands(buckets, bucket_ns)
 
 
 def pending_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
     """(run, partition, first, last): first invoke and last completion (`never` if one never completed) of the
-    acks=1/all sends invoked in each bucket (checkers.availability)."""
-    acked = sends.where(F.col("acks").isin("1", "all") & F.col("partition").isNotNull())
-    return acked.groupBy("run", "partition", F.floor(F.col("t_invoke_ns") / bucket_ns).alias("b")) \
+    acks=1/all sends invoked in each bucket, merged into islands that overlap or lie a bucket apart."""
+    acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
+    buckets = acked.groupBy("run", "partition", F.floor(F.col("t_invoke_ns") / bucket_ns).alias("b")) \
         .agg(F.min("t_invoke_ns").alias("first"),
              F.max(F.coalesce(F.col("t_complete_ns"), F.lit(never))).alias("last")).drop("b")
+    return islands(buckets, bucket_ns)
+
+
+def islands(spans: DataFrame, gap_ns: int, keys: tuple[str, ...] = ("run", "partition")) -> DataFrame:
+    """(*keys, first, last) spans merged where one starts within gap_ns of the furthest end before it:
+    the availability finder needs where acks or pending sends stop, not every bucket (a 10M-send run has a
+    million), so only the islands cross to Python. Same as checkers.availability.islands."""
+    w = Window.partitionBy(*keys).orderBy("first", "last")
+    before = F.max("last").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    new = F.when(before.isNull() | (F.col("first") - gap_ns > before), 1).otherwise(0)   # no overflow at NEVER
+    marked = spans.withColumn("island", F.sum(new).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    return marked.groupBy(*keys, "island").agg(F.min("first").alias("first"), F.max("last").alias("last")) \
+        .drop("island")
 
 
 def breaching_sends(sends: DataFrame, windows: DataFrame) -> DataFrame:
@@ -87,26 +102,26 @@ def value_positions(sends: DataFrame, reads: DataFrame, partitions: int) -> Data
     """One row per (run, value, partition, offset) sent or read: the hub every per-value and per-position kind
     is computed from.
 
-    A send lands in the same group as the reads at its acked position. Columns: code (0: reads only, else the
+    A send lands in the same group as the reads at its acked position. Columns: code (<= 0: reads only, else the
     send's 1 + outcome * 4 + acks code), n_reads, t_first (first read), op_id (of the send), live and fin (1 if a
     live consumer / the final drain read it there). Hash-partitioned by (run, value).
     """
     code = 1 + _index_of(F.col("outcome"), OUTCOMES) * 4 + _index_of(F.col("acks"), ACKS)
-    # phase rides in the small integer column `ph`: 0 for a send, 1 live read, 2 final read
+    # a read's phase rides in `code`, so the exchange carries no extra column: 0 a live read, -1 a final read
     send_rows = sends.select("run", "value", F.col("partition").alias("p"), F.col("offset").alias("o"),
-                             code.alias("code"), F.col("op_id").alias("x"), F.lit(0).alias("ph"))
+                             code.alias("code"), F.col("op_id").alias("x"))
     read_rows = reads.select("run", "value", F.col("partition").alias("p"), F.col("offset").alias("o"),
-                             F.lit(0).alias("code"), F.col("t_ns").alias("x"),
-                             F.when(F.col("phase") == "final", F.lit(2)).otherwise(F.lit(1)).alias("ph"))
+                             F.when(F.col("phase") == "final", F.lit(-1)).otherwise(F.lit(0)).alias("code"),
+                             F.col("t_ns").alias("x"))
     events = send_rows.unionByName(read_rows).repartition(partitions, "run", "value")
-    is_read = F.col("code") == 0
+    is_read = F.col("code") <= 0
     return events.groupBy("run", "value", "p", "o").agg(
         F.max("code").alias("code"),
         F.sum(is_read.cast("long")).alias("n_reads"),
         F.min(F.when(is_read, F.col("x"))).alias("t_first"),
         F.max(F.when(~is_read, F.col("x"))).alias("op_id"),
-        F.max((F.col("ph") == 1).cast("int")).alias("live"),
-        F.max((F.col("ph") == 2).cast("int")).alias("fin"))
+        F.max((F.col("code") == 0).cast("int")).alias("live"),
+        F.max((F.col("code") == -1).cast("int")).alias("fin"))
 
 
 def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
