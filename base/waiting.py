@@ -37,13 +37,8 @@ def wait_until(condition: Callable[[], object], timeout: float, message: str | C
             return None
 
     try:
-        for a in Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(interval),
-                          retry=retry_if_result(lambda r: not r), reraise=True):
-            with a:
-                result = attempt()
-                a.retry_state.set_result(result)
-            if result:
-                return result
+        return Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(interval),
+                        retry=retry_if_result(lambda r: not r))(attempt)
     except RetryError:
         pass
     text = message() if callable(message) else message
