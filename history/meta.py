@@ -83,14 +83,9 @@ class RunMeta:
 
 def load_meta(run_dir: Path) -> RunMeta:
     path = Path(run_dir) / META_FILE
-    if not path.is_file():
+    raw = read_meta_dict(run_dir)
+    if raw is None:
         raise HistoryError(f"{path}: missing (every results directory has a meta.json)")
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise HistoryError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(raw, dict):
-        raise HistoryError(f"{path}: must hold a JSON object")
     for key, typ in META_REQUIRED.items():
         if key not in raw:
             raise HistoryError(f"{path}: required key {key!r} is missing")

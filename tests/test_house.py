@@ -23,23 +23,23 @@ def test_every_import_flows_downward_and_the_middle_row_is_independent():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_deliberate_upward_import_breaks_the_contract(tmp_path):
+def lint_a_copy_with(tmp_path, module: str, line: str) -> subprocess.CompletedProcess:
+    """lint-imports on a temporary copy of the house in which `module` (a path) gained `line`."""
     for name in PACKAGES:
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    errors = tmp_path / "base" / "errors.py"
-    errors.write_text(errors.read_text() + "\nfrom harness import runner  # noqa: E402,F401  (upward: must fail)\n")
-    result = lint_imports(tmp_path)
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\n{line}  # noqa: E402,F401\n")
+    return lint_imports(tmp_path)
+
+
+def test_a_deliberate_upward_import_breaks_the_contract(tmp_path):
+    result = lint_a_copy_with(tmp_path, "base/errors.py", "from harness import runner")
     assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
 
 
 def test_a_report_that_imports_the_checkers_breaks_the_independence_of_the_middle_row(tmp_path):
-    for name in PACKAGES:
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    page = tmp_path / "report" / "page.py"
-    page.write_text(page.read_text() + "\nfrom checkers import verdict  # noqa: E402,F401  (sideways: must fail)\n")
-    result = lint_imports(tmp_path)
+    result = lint_a_copy_with(tmp_path, "report/page.py", "from checkers import verdict")
     assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
 
 
