@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,8 +151,13 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
     if ready:
         # The model first: it needs only meta, faults and cluster samples, and its certain under-min-ISR windows
         # are an input of the anomaly pass (min_isr_breach).
-        models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
-        windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
+        # Spark's JVM starts meanwhile: a launch that mostly waits, beside a model that mostly computes.
+        with ThreadPoolExecutor(max_workers=1) as starting:
+            session = starting.submit(_spark_session, spark_master) if engine == "spark" else None
+            models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
+            windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
+            if session is not None:
+                session.result()               # a failed start is raised here, as it would be below
         findings = _find(ready, engine, spark_master, windows)
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
@@ -193,6 +199,11 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
         return False
     kinds = instances["kind"].isin(("duplicate", "nonmonotonic_send"))
     return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
+
+
+def _spark_session(spark_master: str | None):
+    from checkers.spark import get_spark
+    return get_spark(spark_master)
 
 
 def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):
