@@ -11,6 +11,7 @@ import pytest
 
 import docker
 from cluster.kafka_cluster import LABEL
+from tests.interrupt import like_a_terminal
 
 pytestmark = [pytest.mark.chaos, pytest.mark.quick]
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,8 @@ def start_run(results: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "run", "leader-kill", "--duration", "120", "--seed", "3",
          "--results", str(results), "--rate", "500"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        preexec_fn=like_a_terminal)
 
 
 def wait_for_faults_phase(proc: subprocess.Popen, timeout: float = 240) -> list[str]:

@@ -12,6 +12,7 @@ from base.errors import UsageError
 from cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster
 from tests.conftest import fast_cluster_config
 from tests.harness.kafka_io import consume_all, produce
+from tests.interrupt import like_a_terminal
 
 pytestmark = pytest.mark.cluster
 
@@ -83,7 +84,7 @@ def test_ctrl_c_during_cluster_up_removes_what_was_created(cluster, tmp_path):
     name = f"intr{os.getpid()}"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
                              "--brokers", "1", "--kafka-version", cluster.version],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=like_a_terminal)
     deadline = time.monotonic() + 60
     while not leftovers(name)[0] and time.monotonic() < deadline:   # interrupt once containers exist
         time.sleep(0.2)

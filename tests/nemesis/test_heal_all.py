@@ -12,6 +12,7 @@ import pytest
 
 from base.waiting import wait_until
 from nemesis.schedule import ScheduleRunner, mix, once, sequence, spec
+from tests.interrupt import like_a_terminal
 from tests.nemesis.probes import assert_no_rules_of_ours
 
 pytestmark = pytest.mark.cluster
@@ -65,7 +66,8 @@ run_schedule(cluster, schedule, seed=0, duration_s=120,
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_heal_all_runs_when_the_process_gets_a_signal(cluster, sig):
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, cluster.config.name], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, cluster.config.name], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=like_a_terminal)
     try:
         starts = [json.loads(proc.stdout.readline()) for _ in range(2)]
         assert [s["action"] for s in starts] == ["start", "start"]

@@ -15,6 +15,7 @@ import pytest
 from base.waiting import wait_until
 from history.journal import producer_paths, read_progress
 from history.writer import repair
+from tests.interrupt import like_a_terminal
 
 pytestmark = pytest.mark.cluster
 
@@ -23,7 +24,7 @@ HARNESS = Path(__file__).with_name("crash_harness.py")
 
 def start_harness(cluster, topic, run_dir) -> tuple[subprocess.Popen, dict[str, int]]:
     proc = subprocess.Popen([sys.executable, str(HARNESS), cluster.config.name, topic, str(run_dir)],
-                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=like_a_terminal)
     line = proc.stdout.readline()
     if not line:
         proc.kill()

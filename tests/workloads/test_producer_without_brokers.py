@@ -17,8 +17,9 @@ META = {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}
 
 
 def test_unreachable_brokers_full_queue_and_purge_give_every_send_a_definite_failure(tmp_path):
+    # a producer that never retries: its purged messages were never sent (with retries, see test_profile_...)
     history = HistoryWriter(tmp_path / "run", META)
-    profile = ProducerProfile("lonely", acks="1", idempotent=False, rate=500, delivery_timeout_ms=60_000)
+    profile = ProducerProfile("lonely", acks="1", idempotent=False, retries=0, rate=500, delivery_timeout_ms=60_000)
     spec = ProducerSpec(0, profile, "127.0.0.1:9", "t", 3, str(history.journal_dir), stop_timeout_s=0.5,
                         client_overrides=(("queue.buffering.max.messages", 10), ("log_level", 0)))
     stop, ready, counters = threading.Event(), threading.Event(), [0] * 4
