@@ -89,9 +89,15 @@ def test_ctrl_c_during_cluster_up_removes_what_was_created(cluster, tmp_path):
     while not leftovers(name)[0] and time.monotonic() < deadline:   # interrupt once containers exist
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode != 0, out
-    assert wait_gone(name, 30), out
+    try:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode != 0, out
+        assert wait_gone(name, 30), out
+    finally:                       # a failed check must not leave the cluster behind for the next run
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", name],
+                       capture_output=True, timeout=120)
 
 
 def test_a_given_image_runs_our_launch_script_in_it(cluster):

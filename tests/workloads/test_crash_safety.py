@@ -48,6 +48,12 @@ def wait_for_progress(run_dir: Path, processes: int, at_least: int) -> None:
     wait_until(counted, 60, f"producers did not reach {at_least} sends each")
 
 
+def wait_for_live_reads(run_dir: Path) -> None:
+    journal = run_dir / "history" / "journal"
+    wait_until(lambda: any(p.stat().st_size > 0 for p in journal.glob("reads-*.tsv")), 60,
+               "the live consumer journaled no read")
+
+
 def sends_of(run_dir: Path, process: int):
     sends = pq.read_table(run_dir / "history" / "sends.parquet")
     return sends.filter(pc.equal(sends["process"], process))
@@ -57,6 +63,7 @@ def test_kill_9_of_the_harness_loses_no_counted_send(cluster, topic, tmp_path):
     run_dir = tmp_path / "run"
     proc, pids = start_harness(cluster, topic, run_dir)
     wait_for_progress(run_dir, 2, at_least=2000)
+    wait_for_live_reads(run_dir)               # on a busy machine the consumer may trail the producers
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     # orphaned workers notice, settle their sends (flush, purge, flush) and exit
