@@ -30,8 +30,9 @@ DEFINITE_FAILURES = frozenset({
 # Rejected before the append, so definite for a single attempt; with retries an earlier attempt may have landed.
 FAIL_IF_SINGLE_ATTEMPT = frozenset({
     KafkaError.NOT_ENOUGH_REPLICAS,
-    # our own purge() of messages still queued; with retries the queue also holds messages waiting to be sent
-    # again after an attempt that may have landed. Seen: leader-kill acks=all idempotent, 80 values purged with
+    # our own purge() of messages still queued. librdkafka reports _PURGE_QUEUE for the partition's message queue
+    # and its transmit queue alike (rdkafka_partition.c, rd_kafka_toppar_purge_queues), and a retry waits in
+    # those after an attempt that may have landed. Seen: leader-kill acks=all idempotent, 80 values purged with
     # _PURGE_QUEUE after a fatal OUT_OF_ORDER_SEQUENCE_NUMBER replaced the client, all 80 in the log.
     KafkaError._PURGE_QUEUE,
 })
