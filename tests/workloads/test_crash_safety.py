@@ -117,7 +117,11 @@ def test_ctrl_c_of_the_harness_finishes_the_history(cluster, topic, tmp_path):
     proc, pids = start_harness(cluster, topic, run_dir)
     wait_for_progress(run_dir, 2, at_least=1000)
     os.killpg(proc.pid, signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:                                   # a harness that did not stop must not outlive the test
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0 and "finalized" in out
     for process in (0, 1):
         counted = read_progress(producer_paths(run_dir / "history" / "journal", process)["progress"])
