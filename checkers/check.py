@@ -6,9 +6,11 @@ did not complete, or it was interrupted): it gets no verdict, never a pass.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,7 +319,13 @@ def check_run(path, force: bool = False, spark_master: str | None = None, engine
 
 
 def check_many(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
-               settings: CheckSettings = CheckSettings()) -> int:
+               settings: CheckSettings = CheckSettings(), as_json: bool = False) -> int:
+    if as_json:                     # stdout carries the JSON alone
+        with contextlib.redirect_stdout(sys.stderr):
+            outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine, settings=settings)
+        print(json.dumps([{"run_id": o.run_id, "path": str(o.path), "status": o.status, "exit_code": o.exit_code,
+                           "verdict": o.verdict, "error": o.error} for o in outcomes], indent=2))
+        return exit_code(outcomes)
     outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine, settings=settings)
     print_outcomes(outcomes)
     if len(outcomes) == 1 and outcomes[0].status == "unusable":

@@ -8,8 +8,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "check", help="find anomalies in results directories and judge them with the ISR model",
         description="Read RESULTS_DIR (or every run under a results root) with PySpark and write verdict.json "
-                    "and anomalies.parquet into each. Exit 0: valid; 1: a violation; 2: unusable input; "
-                    "3: no verdict (the final drain did not complete, or the run was interrupted).")
+                    "and anomalies.parquet into each.")
     p.add_argument("paths", nargs="+", metavar="RESULTS_DIR", type=str,
                    help="results directories, or a results root holding them")
     p.add_argument("--force", action="store_true", help="overwrite an existing verdict.json")
@@ -17,6 +16,9 @@ def register(subparsers) -> None:
                    help="Spark master (default: KAFKA_CHAOS_SPARK_MASTER, else local[*])")
     p.add_argument("--engine", choices=("spark", "pandas"), default="spark",
                    help="pandas: the single-process reference implementation (small runs, cross-checks)")
+    p.add_argument("--json", action="store_true",
+                   help="print, instead of the summary, a JSON list with each run's id, path, status, exit code and "
+                        "verdict (or error), for scripts; other output goes to stderr")
     add_judgement_options(p)
     p.set_defaults(func=_cmd_check)
 
@@ -38,4 +40,4 @@ def settings_from(args: argparse.Namespace):
 def _cmd_check(args: argparse.Namespace) -> int:
     from checkers.check import check_many
     return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
-                      settings=settings_from(args))
+                      settings=settings_from(args), as_json=args.json)

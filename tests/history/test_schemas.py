@@ -43,3 +43,11 @@ def test_the_schemas_reject_what_they_must():
     with pytest.raises(jsonschema.ValidationError):
         validate({"run_id": "r", "partitions": 0, "replication_factor": 3, "min_insync_replicas": 2}, "meta")
     assert sorted(p.name for p in SCHEMAS.iterdir()) == ["meta.schema.json", "verdict.schema.json"]
+
+
+def test_check_json_prints_only_json_whose_verdicts_follow_the_schema(tmp_path, capsys):
+    run = write_run(tmp_path / "r", [send("a", offset=0)], [read("a", offset=0), read("zz", offset=1)], **meta())
+    code = main(["check", str(run), "--engine", "pandas", "--force", "--json"])
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert code == entry["exit_code"] == 1 and entry["status"] == "checked" and entry["run_id"] == "r"
+    validate(entry["verdict"], "verdict")
