@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from checkers.client import message_timeouts
 from checkers.completeness import completeness
 from checkers.findings import Findings
 from checkers.model import ModelConfig, ModelResult, observed, run_model
+from checkers.model.windows import intersect_windows
 from checkers.verdict import anomalies_table, build_verdict, judge
 from history.layout import is_run_dir, run_dirs, sends_path
 from history.meta import HistoryError, RunMeta, load_meta
@@ -105,7 +105,7 @@ def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int
     appending: a leader cut off from the controller keeps its old ISR). Either alone could invent a breach."""
 
     model_side = [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
-    return observed.intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
+    return intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
 
 
 def _write(run_dir: Path, verdict: dict, judged: pd.DataFrame) -> None:
@@ -153,13 +153,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
     if ready:
         # The model first: it needs only meta, faults and cluster samples, and its certain under-min-ISR windows
         # are an input of the anomaly pass (min_isr_breach).
-        # Spark's JVM starts meanwhile: a launch that mostly waits, beside a model that mostly computes.
-        with ThreadPoolExecutor(max_workers=1) as starting:
-            session = starting.submit(_spark_session, spark_master) if engine == "spark" else None
-            models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
-            windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
-            if session is not None:
-                session.result()               # a failed start is raised here, as it would be below
+        models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
+        windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
         findings = _find(ready, engine, spark_master, windows)
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
@@ -201,11 +196,6 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
         return False
     kinds = instances["kind"].isin(("duplicate", "nonmonotonic_send"))
     return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
-
-
-def _spark_session(spark_master: str | None):
-    from checkers.spark import get_spark
-    return get_spark(spark_master)
 
 
 def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):

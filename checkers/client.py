@@ -22,15 +22,10 @@ TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE")
 
 def message_timeouts(sends_file: Path | str) -> dict[str, np.ndarray]:
     """producer -> sorted completion times of its sends that failed by a client-side timeout."""
-    table = ds.dataset(str(sends_file)).to_table(columns=["producer", "t_complete_ns"],
-                                                 filter=pc.field("error").isin(list(TIMEOUT_ERRORS)))
-    out: dict[str, list] = {}
-    producers = table.column("producer").to_pylist()
-    times = table.column("t_complete_ns").to_numpy(zero_copy_only=False)
-    for p, t in zip(producers, times):
-        if t is not None and not np.isnan(t):
-            out.setdefault(str(p), []).append(int(t))
-    return {p: np.sort(np.array(ts, dtype=np.int64)) for p, ts in out.items()}
+    timed_out = ds.dataset(str(sends_file)).to_table(
+        columns=["producer", "t_complete_ns"], filter=pc.field("error").isin(list(TIMEOUT_ERRORS))).to_pandas()
+    timed_out = timed_out.dropna(subset=["t_complete_ns"])
+    return {str(p): np.sort(g.to_numpy(dtype=np.int64)) for p, g in timed_out.groupby("producer")["t_complete_ns"]}
 
 
 def epoch_bump_between(timeouts: dict[str, np.ndarray], producer, t0, t1) -> str | None:
