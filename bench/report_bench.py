@@ -25,11 +25,10 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plotly.offline import get_plotlyjs  # noqa: E402
-
 from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS  # noqa: E402
 from history.synthetic import write_synthetic_run  # noqa: E402
 from report.browser import HeadlessChromium  # noqa: E402
+from report.bundle import plotly_js  # noqa: E402
 from report.page import write_report  # noqa: E402
 
 SIZE_TARGET_MB = 10
@@ -80,7 +79,7 @@ def measure(sends: int, lost: int, loads: int, directory: Path) -> dict:
     report = write_report(run)
     build_s = time.monotonic() - t
     baseline = directory / "plotly-only.html"  # the same inline plotly.js and nothing else: its parse time
-    baseline.write_text("<!DOCTYPE html><html><body><script>" + get_plotlyjs() + "</script><script>"
+    baseline.write_text("<!DOCTYPE html><html><body><script>" + plotly_js() + "</script><script>"
                         "document.body.dataset.renderedMs = String(performance.now())</script></body></html>")
     renders, walls, baselines = [], [], []
     with HeadlessChromium() as browser:

@@ -1,8 +1,8 @@
 """The HTML loss report: one self-contained report.html per results directory.
 
-The page embeds plotly.js once, inline, and each figure as JSON (numpy arrays travel as base64 "bdata"); a small
-script draws them all and records when it finished in `body[data-rendered-ms]`, which the browser test and the
-benchmark read. Nothing on the page loads from the network.
+The page embeds plotly.js once, inline (the vendored basic bundle, report/bundle.py), and each figure as JSON
+(numpy arrays travel as base64 "bdata"); a small script draws them all and records when it finished in
+`body[data-rendered-ms]`, which the browser test and the benchmark read. Nothing on the page loads from the network.
 """
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from pathlib import Path
 import jinja2
 import plotly.graph_objects as go
 from markupsafe import Markup
-from plotly.offline import get_plotlyjs
 
 from history.layout import REPORT_FILE
-from report import data, figures, tables
+from report import bundle, data, figures, tables
 from report.data import ReportOptions, RunData
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -36,6 +35,7 @@ def template_environment() -> jinja2.Environment:
 
 def figure_json(fig: go.Figure) -> Markup:
     """The figure as JSON safe inside a <script> element: no "<" can close it early."""
+    bundle.check_drawable(fig)
     return Markup(fig.to_json().replace("<", "\\u003c"))
 
 
@@ -84,7 +84,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         examples=tables.anomaly_examples(run, options),
         files=tables.file_links(run.path),
         figures=embedded,
-        plotlyjs=Markup(get_plotlyjs()),
+        plotlyjs=Markup(bundle.plotly_js()),
     )
     return template_environment().get_template("report.html.j2").render(**context)
 

@@ -45,6 +45,7 @@ def keep_screenshot(browser, name: str, request) -> Path:
 def test_report_renders_the_verdict_and_every_plot_with_no_console_error_and_no_request(
         browser, shared_reports, request):
     path, _ = shared_reports["invalid"]
+    assert (path / "report.html").stat().st_size < 1_500_000     # plotly's basic bundle inline: it must draw all
     url = (path / "report.html").as_uri()
     load = browser.open(url, RENDERED)
     assert browser.evaluate("document.querySelector('#verdict .title').innerText") == "Invalid: guarantees violated"
