@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from history.journal import LineJournal, esc, reads_paths, write_sidecar
+from workloads.client_logging import client_logging
 from workloads.worker import detach_from_ctrl_c, should_stop
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class ConsumerSpec:
     group_id: str = "kafka-chaos"
     flush_interval_s: float = 0.25
     batch: int = 1000
+    client_log: str | None = None       # results/<run_id>/logs/clients.log
 
 
 def consumer_config(bootstrap_servers: str, group_id: str) -> dict:
@@ -39,7 +41,7 @@ def consumer_config(bootstrap_servers: str, group_id: str) -> dict:
     return {"bootstrap.servers": bootstrap_servers, "group.id": group_id,
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-            "enable.partition.eof": True, "log_level": 3}
+            "enable.partition.eof": True}
 
 
 def record_line(seq: int, msg, t_ns: int) -> str:
@@ -58,7 +60,8 @@ def run_consumer(spec: ConsumerSpec, stop_event, ready_event, counters, parent_p
     write_sidecar(paths["sidecar"], {"kind": "reads", "consumer": spec.name, "phase": "live"})
     journal = LineJournal(paths["data"])
     group = spec.group_id if spec.mode == "subscribe" else f"{spec.group_id}-{spec.name}"
-    consumer = Consumer(consumer_config(spec.bootstrap_servers, group))
+    consumer = Consumer(consumer_config(spec.bootstrap_servers, group)
+                        | client_logging(spec.client_log, f"consumer-{spec.name}"))
     if spec.mode == "subscribe":
         consumer.subscribe([spec.topic])
     else:

@@ -11,7 +11,9 @@ import uuid
 from dataclasses import dataclass, field
 
 from base.waiting import WaitTimeout, retry_call
+from history.client_log import release_client_logger
 from history.journal import LineJournal, reads_paths, write_sidecar
+from workloads.client_logging import client_logging
 from workloads.consumer import consumer_config, record_line
 from workloads.topic import partitions_of
 
@@ -33,7 +35,7 @@ class DrainResult:
 
 
 def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 120, read_timeout_s: float = 300,
-                name: str = "final", flush_interval_s: float = 0.25) -> DrainResult:
+                name: str = "final", flush_interval_s: float = 0.25, client_log: str | None = None) -> DrainResult:
     """Wait (bounded) for every partition to have a leader and a full ISR, then read all of it into the journal."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
@@ -50,7 +52,8 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     paths = reads_paths(journal_dir, name)
     write_sidecar(paths["sidecar"], {"kind": "reads", "consumer": name, "phase": "final"})
     journal = LineJournal(paths["data"])
-    consumer = Consumer(consumer_config(cluster.bootstrap_servers, f"kafka-chaos-drain-{uuid.uuid4().hex[:8]}"))
+    consumer = Consumer(consumer_config(cluster.bootstrap_servers, f"kafka-chaos-drain-{uuid.uuid4().hex[:8]}")
+                        | client_logging(client_log, f"drain-{name}"))
     ends, positions, seq = {}, {}, 0
     try:
         for p in partitions:
@@ -84,6 +87,7 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     finally:
         journal.close()
         consumer.close()
+        release_client_logger(f"drain-{name}")
     result = DrainResult(healthy=healthy, ends=ends, positions={p: max(v, 0) for p, v in positions.items()},
                          records=seq, seconds=time.monotonic() - started,
                          incomplete=sorted(p for p in partitions if positions[p] < ends[p]))

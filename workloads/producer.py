@@ -11,11 +11,11 @@ still left, then flush again, so every send has an outcome.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 
 from history.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
+from workloads.client_logging import client_logging
 from workloads.outcomes import FAIL, INFO, OK, classify
 from workloads.profile import ProducerProfile
 from workloads.worker import detach_from_ctrl_c, should_stop
@@ -25,14 +25,6 @@ log = logging.getLogger(__name__)
 # Layout of a producer's slots in the shared counters array.
 INVOKED, SENT_OK, SENT_FAIL, SENT_INFO = range(4)
 COUNTER_SLOTS = 4
-
-
-def client_debug() -> dict:
-    """KAFKA_CHAOS_CLIENT_DEBUG=eos,msg turns on librdkafka's debug contexts in the producers; their log goes to
-    stderr. For finding out what the client did (e.g. an idempotent producer's epoch bumps), not for runs whose
-    speed matters."""
-    contexts = os.environ.get("KAFKA_CHAOS_CLIENT_DEBUG", "").strip()
-    return {"debug": contexts, "log_level": 7} if contexts else {}
 
 
 @dataclass(frozen=True)
@@ -50,6 +42,7 @@ class ProducerSpec:
     max_outstanding: int = 50_000       # as-fast-as-possible mode: unacked sends before we wait
     stop_timeout_s: float | None = None  # final flush; None: the delivery timeout + 5 s
     client_overrides: tuple = ()        # extra librdkafka settings, as (key, value) pairs
+    client_log: str | None = None       # results/<run_id>/logs/clients.log (None: librdkafka's lines are dropped)
 
 
 def run_producer(spec: ProducerSpec, stop_event, ready_event, counters, parent_pid: int) -> None:
@@ -83,8 +76,7 @@ class ProducerWorker:
             "bootstrap.servers": self.spec.bootstrap_servers,
             "on_delivery": self._delivery_callback(),
             "queue.buffering.max.messages": max(100_000, self.spec.max_outstanding * 2),
-            "log_level": 3,
-        } | client_debug() | dict(self.spec.client_overrides)
+        } | client_logging(self.spec.client_log, f"producer-{self.profile.name}") | dict(self.spec.client_overrides)
         return Producer(conf)
 
     def _delivery_callback(self):

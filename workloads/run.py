@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from base.errors import HarnessError, UsageError
 from history.build import HistorySummary
+from history.client_log import client_log_path
 from history.writer import HistoryWriter
 from workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
 from workloads.drain import DrainResult, final_drain
@@ -93,6 +94,11 @@ class Workload:
         self._last = (time.monotonic(), 0)
         self.drain_result: DrainResult | None = None
 
+    @property
+    def client_log(self) -> str:
+        """results/<run_id>/logs/clients.log: every workload client's librdkafka lines."""
+        return str(client_log_path(self.history.dir))
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Spawn the workers and wait until each has its client; start the sampler."""
@@ -100,6 +106,7 @@ class Workload:
         partitions = len(partitions_of(self.cluster, cfg.topic))
         boot = self.cluster.bootstrap_servers
         journal = str(self.history.journal_dir)
+        client_log = self.client_log
         self.history.update_meta(topic=cfg.topic, consumer_mode=cfg.consumer_mode,
                                  producers=[p.to_meta() for p in cfg.producers])
         self._started_ns = time.time_ns()
@@ -111,12 +118,13 @@ class Workload:
         for i in range(cfg.consumers):
             spec = ConsumerSpec(i, f"c{i}", boot, cfg.topic, partitions, journal, mode=cfg.consumer_mode,
                                 group_id=f"kafka-chaos-{self.history.run_id}",
-                                flush_interval_s=cfg.flush_interval_s)
+                                flush_interval_s=cfg.flush_interval_s, client_log=client_log)
             ready.append(self._spawn(run_consumer, spec, self._stop_consumers, self._read_counters,
                                      self._consumers, f"consumer-{spec.name}"))
         for i, profile in enumerate(cfg.producers):
             spec = ProducerSpec(i, profile, boot, cfg.topic, partitions, journal,
-                                flush_interval_s=cfg.flush_interval_s, stop_timeout_s=cfg.producer_stop_timeout_s)
+                                flush_interval_s=cfg.flush_interval_s, stop_timeout_s=cfg.producer_stop_timeout_s,
+                                client_log=client_log)
             ready.append(self._spawn(run_producer, spec, self._stop_producers, self._send_counters,
                                      self._producers, f"producer-{profile.name}"))
         deadline = time.monotonic() + cfg.start_timeout_s
@@ -173,7 +181,7 @@ class Workload:
         """Once the cluster is healthy (bounded wait), read every partition to its end as consumer `final`."""
         self.drain_result = final_drain(self.cluster, self.config.topic, self.history.journal_dir,
                                         healthy_timeout_s=self.config.healthy_timeout_s,
-                                        read_timeout_s=self.config.drain_timeout_s)
+                                        read_timeout_s=self.config.drain_timeout_s, client_log=self.client_log)
         return self.drain_result
 
     def finalize(self) -> HistorySummary:
