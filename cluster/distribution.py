@@ -13,9 +13,11 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from base.errors import EnvironmentProblem, UsageError
 from base.paths import DOCKER_CONTEXT, cache_dir
+from base.progress import Step, step
 from base.versions import version_tuple
 
 log = logging.getLogger(__name__)
@@ -67,10 +69,27 @@ def _mvn() -> str:
     return mvn
 
 
-def _run_mvn(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _run_mvn(args: list[str], cwd: Path, on_line: Callable[[str], None] | None = None) -> subprocess.CompletedProcess:
+    """Maven in batch mode; `on_line` sees each line of its output as it comes (a progress display)."""
     cmd = [_mvn(), "-B", "-ntp", *args]
     log.debug("running %s", " ".join(cmd))
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if on_line is None:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    lines = []
+    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            on_line(line.rstrip())
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(lines), "")
+
+
+def _mvn_progress(s: Step) -> Callable[[str], None]:
+    """Shows the artifact Maven is copying or downloading now."""
+    def on_line(line: str) -> None:
+        m = re.search(r"(?:Copying|Downloading from \S+:|Downloaded from \S+:) (\S+)", line)
+        if m:
+            s.update(m.group(1).rsplit("/", 1)[-1])
+    return on_line
 
 
 def _metadata_file() -> Path:
@@ -174,14 +193,14 @@ def _resolve_exact(version: str) -> KafkaDistribution:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     profile = "kafka4" if parse_version(version)[0] >= 4 else "kafka3"
-    log.info("resolving Kafka %s broker jars from Maven Central (profile %s)", version, profile)
-    proc = _run_mvn(
-        [
-            "-U", "-f", str(DOCKER_CONTEXT / "pom.xml"), "-P", profile, f"-Dkafka.version={version}",
-            f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
-        ],
-        cwd=libs.parent,
-    )
+    with step(f"resolving Kafka {version}'s broker jars from Maven Central (profile {profile})") as s:
+        proc = _run_mvn(
+            [
+                "-U", "-f", str(DOCKER_CONTEXT / "pom.xml"), "-P", profile, f"-Dkafka.version={version}",
+                f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
+            ],
+            cwd=libs.parent, on_line=_mvn_progress(s),
+        )
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         out = proc.stdout + proc.stderr

@@ -1,19 +1,21 @@
-"""The broker image, built without any registry.
+"""The broker image, built without needing any particular host.
 
-Base: a Debian rootfs made by debootstrap (minbase + a JRE, iptables, iproute2, procps), brought in with
-`docker import`. Broker layer: docker/Dockerfile on top (jars, log configs, the launch script). Both are tagged by a
-hash of their inputs, so they are rebuilt only when an input changes.
+Base: Debian with a JRE, iptables, iproute2, procps; made by debootstrap and brought in through the Docker SDK's
+import, or FROM a registry image (debian:12-slim) where a registry answers. Which one is decided by
+`cluster.base_source.choose_base` (the host's apt sources and the user's options) and said in one line.
+Broker layer: docker/Dockerfile on top (jars, log configs, the launch script). Both are tagged by a hash of their
+inputs, so they are rebuilt only when an input changes.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
-import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import docker.errors
@@ -21,6 +23,16 @@ import docker.errors
 import docker
 from base.errors import EnvironmentProblem, UsageError
 from base.paths import DOCKER_CONTEXT, cache_dir
+from base.progress import Step, step
+from cluster.base_source import (
+    DEBOOTSTRAP,
+    MIRROR_ENV,
+    BasePlan,
+    BaseRequest,
+    choose_base,
+    mirror_problem,
+    read_host_apt,
+)
 from cluster.distribution import KafkaDistribution
 
 log = logging.getLogger(__name__)
@@ -29,12 +41,14 @@ BASE_PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2", "procps", "c
 BASE_REPO, BROKER_REPO = "kafka-chaos-base", "kafka-chaos-broker"
 CONTEXT_FILES = ("Dockerfile", "launch", "cds-archive", "log4j2.xml", "log4j.properties")
 IMAGE_LABEL = "kafka-chaos.image"
-
-
-@dataclass(frozen=True)
-class DebianSource:
-    suite: str
-    mirror: str
+JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+BASE_CHANGES = [f"ENV JAVA_HOME={JAVA_HOME}", 'CMD ["/bin/bash"]']
+REGISTRY_DOCKERFILE = """FROM {image}
+RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends {packages} \\
+    && rm -rf /var/lib/apt/lists/*
+ENV JAVA_HOME={java_home}
+CMD ["/bin/bash"]
+"""
 
 
 def _sha(*parts: str) -> str:
@@ -45,41 +59,40 @@ def _sha(*parts: str) -> str:
     return h.hexdigest()[:12]
 
 
-def host_debian_source() -> DebianSource:
-    """The suite and mirror this host's apt uses: debootstrap reaches the same registry apt does."""
-    suite = ""
-    osr = Path("/etc/os-release")
-    if osr.exists():
-        m = re.search(r"^VERSION_CODENAME=(\S+)", osr.read_text(), re.M)
-        suite = m.group(1).strip('"') if m else ""
-    mirror = ""
-    sources = sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]
-    for f in sources:
-        if not f.exists():
-            continue
-        text = f.read_text()
-        for m in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", text, re.M):
-            uri = m.group(1)
-            if "security" not in uri and uri.startswith(("http://", "https://", "file:/")):
-                mirror = uri
-                break
-        if mirror:
-            break
-    if not suite or not mirror:
-        raise EnvironmentProblem(
-            "cannot build the base image: this host's apt sources name no Debian mirror and suite",
-            "run on Debian, or pass --image with a Kafka image your Docker can pull (e.g. apache/kafka:4.4.0)",
-        )
-    return DebianSource(suite, mirror)
+def plan_base(client: docker.DockerClient, request: BaseRequest | None = None, root: Path = Path("/")) -> BasePlan:
+    """Where the base comes from on this host; the registry is asked only when the choice depends on it."""
+    return choose_base(read_host_apt(root), request or BaseRequest.from_env(), lambda i: _registry_error(client, i))
 
 
-def base_tag(source: DebianSource) -> str:
-    return f"{BASE_REPO}:{source.suite}-{_sha(source.suite, 'minbase', *BASE_PACKAGES)}"
+def _registry_error(client: docker.DockerClient, image: str) -> str | None:
+    if _image_exists(client, image):
+        return None
+    try:
+        client.images.pull(image)
+        return None
+    except docker.errors.APIError as e:
+        return str(e.explanation or e)
+
+
+def base_tag(plan: BasePlan) -> str:
+    if plan.method == DEBOOTSTRAP:            # the mirror is not an input: any mirror serves the same suite
+        return f"{BASE_REPO}:{plan.suite}-{_sha(plan.suite, 'minbase', *BASE_PACKAGES)}"
+    return f"{BASE_REPO}:{plan.suite}-{_sha(plan.source, 'registry', *BASE_PACKAGES)}"
 
 
 def broker_tag(dist: KafkaDistribution, base: str) -> str:
     files = [(DOCKER_CONTEXT / f).read_text() for f in CONTEXT_FILES]
     return f"{BROKER_REPO}:{dist.version}-{_sha(base, dist.version, *dist.jar_names(), *files)}"
+
+
+def planned_tags(client: docker.DockerClient, dist: KafkaDistribution,
+                 request: BaseRequest | None = None) -> tuple[str, str]:
+    """The base and broker tags `ensure_broker_image` would give, without building (CI keys its image cache by
+    them)."""
+    plan = plan_base(client, request)
+    log.info("%s", plan.describe())
+    base = base_tag(plan)
+    return base, broker_tag(dist, base)
 
 
 def _image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -90,47 +103,105 @@ def _image_exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-def ensure_base_image(client: docker.DockerClient) -> str:
-    source = host_debian_source()
-    tag = base_tag(source)
+def ensure_base_image(client: docker.DockerClient, request: BaseRequest | None = None) -> str:
+    plan = plan_base(client, request)
+    tag = base_tag(plan)
     if _image_exists(client, tag):
         return tag
-    if os.geteuid() != 0:
-        raise EnvironmentProblem("debootstrap must run as root to build the base image", "rerun as root (sudo)")
-    if not shutil.which("debootstrap"):
-        raise EnvironmentProblem("debootstrap is not installed", "apt-get install -y debootstrap")
-    rootfs = Path(tempfile.mkdtemp(prefix="rootfs-", dir=cache_dir()))
-    try:
-        log.info("debootstrap %s from %s into %s (about a minute)", source.suite, source.mirror, rootfs)
-        proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-             source.suite, str(rootfs), source.mirror],
-            capture_output=True, text=True,
-        )
-        if proc.returncode != 0:
-            raise EnvironmentProblem(
-                f"debootstrap {source.suite} failed: {(proc.stdout + proc.stderr).strip().splitlines()[-3:]}",
-                f"check that {source.mirror} is reachable (apt-get update works) and the disk has 1 GB free",
-            )
-        shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
-        log.info("docker import %s", tag)
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(
-            ["docker", "import", "--change", "ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64",
-             "--change", 'CMD ["/bin/bash"]', "-", tag],
-            stdin=tar.stdout, capture_output=True, text=True,
-        )
-        tar.wait()
-        if imp.returncode != 0:
-            raise EnvironmentProblem(f"docker import failed: {imp.stderr.strip()}", "check `docker info` works")
-    finally:
-        shutil.rmtree(rootfs, ignore_errors=True)
+    log.info("%s", plan.describe())
+    if plan.method == DEBOOTSTRAP:
+        _debootstrap_base(client, plan, tag)
+    else:
+        packages = " ".join(BASE_PACKAGES)
+        dockerfile = REGISTRY_DOCKERFILE.format(image=plan.source, packages=packages, java_home=JAVA_HOME)
+        with step(f"building {tag} from {plan.source}") as s:
+            _build(client, s, tag, fileobj=io.BytesIO(dockerfile.encode()), labels={IMAGE_LABEL: "base"})
     return tag
 
 
-def ensure_broker_image(client: docker.DockerClient, dist: KafkaDistribution) -> str:
+def _debootstrap_base(client: docker.DockerClient, plan: BasePlan, tag: str) -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("debootstrap must run as root to build the base image",
+                                 "rerun as root (sudo), or pass --base-image debian:12-slim where a registry answers")
+    if not shutil.which("debootstrap"):
+        raise EnvironmentProblem("debootstrap is not installed",
+                                 "apt-get install -y debootstrap debian-archive-keyring")
+    problem = mirror_problem(plan.source, plan.suite)
+    if problem:
+        raise EnvironmentProblem(
+            f"the Debian mirror {plan.source} does not serve {plan.suite} ({problem})",
+            f"name a reachable Debian mirror with --debian-mirror URL or {MIRROR_ENV}, "
+            "or a registry base image with --base-image debian:12-slim",
+        )
+    rootfs = Path(tempfile.mkdtemp(prefix="rootfs-", dir=cache_dir()))
+    try:
+        with step(f"debootstrap {plan.suite} from {plan.source}") as s:
+            _run_debootstrap(plan, rootfs, s)
+        shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
+        with step(f"importing {tag}") as s:
+            import_rootfs(client, rootfs, tag, s)
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+
+
+def _run_debootstrap(plan: BasePlan, rootfs: Path, s: Step) -> None:
+    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", plan.suite, str(rootfs),
+           plan.source]
+    keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+    if keyring.exists():                      # a non-Debian host's debootstrap would otherwise not check Debian's
+        cmd.insert(1, f"--keyring={keyring}")
+    lines: list[str] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:
+            lines = (lines + [line.strip()])[-20:]
+            if line.startswith("I: "):
+                s.update(line[3:].strip())
+    if proc.returncode != 0:
+        raise EnvironmentProblem(
+            f"debootstrap {plan.suite} failed: {lines[-3:]}",
+            f"check that {plan.source} is reachable and the disk has 1 GB free; or pass --base-image debian:12-slim",
+        )
+
+
+def import_rootfs(client: docker.DockerClient, rootfs: Path, tag: str, s: Step | None = None) -> None:
+    """A directory tree as an image, through the Docker SDK's import (what `docker import` does), with the base's
+    ENV and CMD."""
+    with tempfile.NamedTemporaryFile(prefix="rootfs-", suffix=".tar", dir=cache_dir()) as f:
+        if s:
+            s.update("packing the root filesystem")
+        with tarfile.open(fileobj=f, mode="w") as tar:
+            tar.add(str(rootfs), arcname=".")
+        f.flush()
+        if s:
+            s.update(f"sending {f.tell() >> 20} MiB to the engine")
+        repo, _, version = tag.rpartition(":")
+        try:
+            out = client.api.import_image(src=f.name, repository=repo, tag=version, changes=BASE_CHANGES)
+        except docker.errors.APIError as e:
+            raise EnvironmentProblem(f"importing {tag} failed: {e.explanation or e}", "check `docker info`") from e
+    if not _image_exists(client, tag):
+        raise EnvironmentProblem(f"importing {tag} failed: {str(out)[-300:]}", "check `docker info` and free disk")
+
+
+def _build(client: docker.DockerClient, s: Step, tag: str, **kwargs) -> None:
+    """docker build through the low-level API, so each step shows while it runs; EnvironmentProblem on failure."""
+    tail: list[str] = []
+    for chunk in client.api.build(tag=tag, rm=True, pull=False, decode=True, **kwargs):
+        if "error" in chunk:
+            raise EnvironmentProblem(f"building {tag} failed: {' | '.join(tail[-4:] + [chunk['error'].strip()])}",
+                                     "rerun with -v")
+        text = str(chunk.get("stream") or "").strip()
+        if text:
+            tail = (tail + [text])[-20:]
+            log.debug("build %s: %s", tag, text)
+            if text.startswith("Step "):
+                s.update(text[:100])
+
+
+def ensure_broker_image(client: docker.DockerClient, dist: KafkaDistribution,
+                        request: BaseRequest | None = None) -> str:
     """The image tag for `dist`, building base and broker layers if their inputs changed."""
-    base = ensure_base_image(client)
+    base = ensure_base_image(client, request)
     tag = broker_tag(dist, base)
     if _image_exists(client, tag):
         return tag
@@ -144,16 +215,9 @@ def ensure_broker_image(client: docker.DockerClient, dist: KafkaDistribution) ->
                 os.link(jar, ctx / "libs" / jar.name)
             except OSError:
                 shutil.copy2(jar, ctx / "libs" / jar.name)
-        log.info("building %s", tag)
-        try:
-            client.images.build(
-                path=str(ctx), tag=tag, rm=True, pull=False,
-                buildargs={"BASE_IMAGE": base, "LOG4J_OPTS": dist.log4j_opts},
-                labels={IMAGE_LABEL: "broker", "kafka-chaos.kafka-version": dist.version},
-            )
-        except docker.errors.BuildError as e:
-            lines = [str(x.get("stream") or x.get("error") or "").strip() for x in e.build_log]
-            raise EnvironmentProblem(f"building {tag} failed: {' | '.join(lines[-5:])}", "rerun with -v") from e
+        with step(f"building {tag}") as s:
+            _build(client, s, tag, path=str(ctx), buildargs={"BASE_IMAGE": base, "LOG4J_OPTS": dist.log4j_opts},
+                   labels={IMAGE_LABEL: "broker", "kafka-chaos.kafka-version": dist.version})
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
     _remove_superseded(client, tag, f"{BROKER_REPO}:{dist.version}-")

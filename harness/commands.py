@@ -23,6 +23,13 @@ def register(sub) -> None:
     p = sub.add_parser("setup", help="fetch Kafka's jars from Maven Central and build the broker image")
     p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
     p.add_argument("--image", help="check this image is usable instead of building one")
+    p.add_argument("--base-image", metavar="IMAGE",
+                   help="build the base FROM this registry image, e.g. debian:12-slim (env KAFKA_CHAOS_BASE_IMAGE)")
+    p.add_argument("--debian-mirror", metavar="URL",
+                   help="debootstrap the base from this Debian mirror (env KAFKA_CHAOS_DEBIAN_MIRROR; default: the "
+                        "host's on Debian, else a registry base or http://deb.debian.org/debian)")
+    p.add_argument("--plan", action="store_true",
+                   help="resolve the jars and print the image tags (base=..., broker=...) without building")
     p.set_defaults(func=_cmd_setup)
 
     cluster = sub.add_parser("cluster", help="start, inspect and remove a local Kafka cluster")
@@ -56,9 +63,18 @@ def _cmd_setup(args) -> int:
     if args.image:
         print(image.use_external_image(client, args.image))
         return 0
-    dist = distribution.resolve(args.kafka_version)
-    print(f"Kafka {dist.version}: {len(dist.jar_names())} jars in {dist.libs}")
-    print(f"image: {image.ensure_broker_image(client, dist)}")
+    from cluster.base_source import BaseRequest
+    from harness.live import setup_progress
+
+    request = BaseRequest.from_env(args.base_image, args.debian_mirror)
+    with setup_progress():
+        dist = distribution.resolve(args.kafka_version)
+        if args.plan:
+            base, broker = image.planned_tags(client, dist, request)
+            print(f"base={base}\nbroker={broker}")
+            return 0
+        print(f"Kafka {dist.version}: {len(dist.jar_names())} jars in {dist.libs}")
+        print(f"image: {image.ensure_broker_image(client, dist, request)}")
     return 0
 
 
@@ -71,7 +87,10 @@ def _cmd_cluster_up(args) -> int:
         replica_lag_time_max_ms=args.replica_lag_ms, broker_session_timeout_ms=args.session_timeout_ms,
         subnet=args.subnet, image=args.image,
     )
-    cluster = KafkaCluster(config, persistent=True).up()
+    from harness.live import setup_progress
+
+    with setup_progress():
+        cluster = KafkaCluster(config, persistent=True).up()
     print(cluster.status())
     print(f"\nremove it with: kafka-chaos cluster down --name {config.name}")
     return 0

@@ -234,7 +234,8 @@ def _cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, 
                                                 opts.kafka_version, min_insync_replicas=opts.min_isr,
                                                 unclean_leader_election=opts.unclean),
                            persistent=opts.reuse_cluster)
-    cluster.up()
+    with display.setup_steps():             # jars and image, drawn when they have to be made
+        cluster.up()
     return cluster, not opts.reuse_cluster
 
 
