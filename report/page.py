@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from history.layout import REPORT_FILE
 from report import bundle, data, figures, tables
+from report.client_errors import client_errors
 from report.data import ReportOptions, RunData
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -84,6 +85,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         examples=tables.anomaly_examples(run, options),
         files=tables.file_links(run.path),
         figures=embedded,
+        client_errors=client_errors(run),
         plotlyjs=Markup(bundle.plotly_js()),
     )
     return template_environment().get_template("report.html.j2").render(**context)
