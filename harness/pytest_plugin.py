@@ -22,11 +22,17 @@ def pytest_addoption(parser):
     group.addoption("--chaos-seed", type=int, default=None, help="seed of fault schedules (default: per test)")
     group.addoption("--results-dir", default=None, help="where run results go (default results/)")
     group.addoption("--keep-cluster", action="store_true", help="leave the chaos cluster running at the end")
+    group.addoption("--chaos-shard", metavar="K/N", type=_shard, default=None,
+                    help="run only the K-th of N deterministic shards of the chaos tests (e.g. 3/14; CI's job matrix)")
     group.addoption("--chaos-suite", choices=("quick", "full"), default=QUICK,
                     help="quick: the chaos tests marked quick (CI); full: the whole scenario x profile matrix")
 
 
 def pytest_configure(config):
+    if config.getoption("--chaos-shard", None):
+        from harness.shards import ShardSelection
+
+        config.pluginmanager.register(ShardSelection(*config.getoption("--chaos-shard")), "kafka-chaos-shard")
     config.addinivalue_line("markers", "chaos: a fault scenario run end to end against a real cluster")
     config.addinivalue_line("markers", "quick: a chaos test that belongs to the quick subset run in CI")
 
@@ -41,6 +47,12 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _shard(text: str) -> tuple[int, int]:
+    from harness.shards import parse_shard
+
+    return parse_shard(text)
 
 
 @pytest.fixture(scope="session")
