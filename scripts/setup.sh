@@ -27,7 +27,11 @@ command -v mvn >/dev/null || missing+=(maven)
 command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v iptables >/dev/null || missing+=(iptables)
+[ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)  # debootstrap off Debian
 [ $WANT_TEST = 1 ] && ! command -v chromium >/dev/null && missing+=(chromium)
+# the workflow test: actionlint (built below through the Go proxy) runs shellcheck on the workflows' scripts
+[ $WANT_TEST = 1 ] && ! command -v shellcheck >/dev/null && missing+=(shellcheck)
+[ $WANT_TEST = 1 ] && ! command -v curl >/dev/null && missing+=(curl)
 [ ${#missing[@]} -gt 0 ] && apt_install "${missing[@]}"
 
 # 2. Python: a virtualenv with the package (editable), reinstalled only when pyproject.toml changes.
@@ -35,12 +39,17 @@ PY=${PYTHON:-python3}
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "$PY is older than 3.11"
 [ -x "$VENV/bin/python" ] || { say "creating virtualenv $VENV"; "$PY" -m venv "$VENV"; }
 stamp="$VENV/.kafka-chaos-installed"
-want=$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)
+want=$(sha256sum < "$ROOT/pyproject.toml" | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing kafka-chaos into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e "$ROOT[test]" || die "pip install failed"
+  "$VENV/bin/pip" install -q -e "${ROOT}[test]" || die "pip install failed"
   echo "$want" > "$stamp"
+fi
+
+# 2b. For the tests: actionlint, pinned, through the Go module proxy into the cache (once).
+if [ $WANT_TEST = 1 ]; then
+  bash "$ROOT/scripts/actionlint.sh" --install >/dev/null || die "could not install actionlint (see above)"
 fi
 
 # 3. A Docker engine: use the one that answers; else start (and if need be install) one.
@@ -65,5 +74,9 @@ else
 fi
 
 # 4. Kafka's jars from Maven Central and the broker image (both cached; rebuilt only when inputs change).
-"$VENV/bin/kafka-chaos" setup ${KAFKA_CHAOS_VERSION:+--kafka-version "$KAFKA_CHAOS_VERSION"}
+# KAFKA_CHAOS_SETUP_IMAGE=plan: jars only, and print the image tags (CI restores its image cache by them).
+# The base image's source: KAFKA_CHAOS_BASE_IMAGE / KAFKA_CHAOS_DEBIAN_MIRROR, else chosen from this host.
+plan=()
+[ "${KAFKA_CHAOS_SETUP_IMAGE:-build}" = plan ] && plan=(--plan)
+"$VENV/bin/kafka-chaos" setup ${KAFKA_CHAOS_VERSION:+--kafka-version "$KAFKA_CHAOS_VERSION"} "${plan[@]}"
 say "ready: $VENV/bin/kafka-chaos"
