@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from base.errors import HarnessError, UsageError
+from base.waiting import WaitTimeout, wait_until
 from history.build import HistorySummary
 from history.client_log import client_log_path
 from history.writer import HistoryWriter
@@ -127,14 +128,24 @@ class Workload:
                                 client_log=client_log)
             ready.append(self._spawn(run_producer, spec, self._stop_producers, self._send_counters,
                                      self._producers, f"producer-{profile.name}"))
-        deadline = time.monotonic() + cfg.start_timeout_s
-        for (event, proc) in ready:
-            while not event.wait(0.2):
-                if not proc.is_alive() or time.monotonic() > deadline:
-                    self._abort()
-                    raise WorkerFailed(f"workload process {proc.name} did not start (exit code {proc.exitcode})",
-                                       "see its error output above")
+        self._wait_started(ready, cfg.start_timeout_s)
         self._last = (time.monotonic(), 0)
+
+    def _wait_started(self, ready: list, timeout_s: float) -> None:
+        """Each worker sets its event once its client exists; one that exits first, or a start slower than
+        `timeout_s`, aborts the workload."""
+        def started() -> bool:
+            dead = [proc for event, proc in ready if not event.is_set() and not proc.is_alive()]
+            if dead:
+                raise WaitTimeout(f"workload process {dead[0].name} did not start (exit code {dead[0].exitcode})")
+            return all(event.is_set() for event, _ in ready)
+
+        try:
+            wait_until(started, timeout_s, lambda: "workload processes did not start within "
+                       f"{timeout_s:g} s: {', '.join(p.name for e, p in ready if not e.is_set())}", interval=0.2)
+        except WaitTimeout as e:
+            self._abort()
+            raise WorkerFailed(e.cause, "see its error output above") from e
 
     def _spawn(self, target, spec, stop_event, counters, into: list, name: str):
         ready = self._ctx.Event()

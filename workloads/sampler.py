@@ -12,7 +12,10 @@ import threading
 import time
 from typing import Callable
 
+from base.waiting import WaitTimeout, wait_until
+
 log = logging.getLogger(__name__)
+CONTROLLER_RETRY_S = 0.5        # a read or two more (one `docker exec` takes 0.1-0.3 s), not a missed sample
 
 
 def sample_rows(cluster, topic: str, timeout: float = 3.0) -> list[dict]:
@@ -24,14 +27,11 @@ def sample_rows(cluster, topic: str, timeout: float = 3.0) -> list[dict]:
     except Exception as e:      # a partition without leader: no watermark this time
         log.debug("sampler: high watermarks: %s", e)
         hw = {}
-    controller = None
-    for _ in range(2):          # read through `docker exec`, which a busy engine sometimes fails once
-        try:
-            controller = cluster.active_controller()
-        except Exception as e:
-            log.debug("sampler: active controller: %s", e)
-        if controller is not None:
-            break
+    try:                        # read through `docker exec`, which a busy engine sometimes fails once
+        controller = wait_until(cluster.active_controller, CONTROLLER_RETRY_S, "no active controller", interval=0.05)
+    except WaitTimeout as e:
+        log.debug("sampler: active controller: %s", e)
+        controller = None
     return [{"t_ns": t_ns, "partition": s.partition, "leader": s.leader, "isr": list(s.isr), "elr": None,
              "high_watermark": _offset(hw.get(s.partition)), "controller": controller} for s in states]
 
