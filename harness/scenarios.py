@@ -45,7 +45,7 @@ def isolate_then_kill(duration_s: float) -> Schedule:
     alone_after = 12.0                     # 5 s lag time in the chaos cluster, checked every lag/2, plus margin
     dead_for = max(duration_s * 0.25, 10.0)
     return mix(once(start, spec("leader-cut", topic=TOPIC), alone_after + dead_for),
-               once(start + alone_after, spec("kill-leader", topic=TOPIC), dead_for))
+               once(start + alone_after, spec("leader-kill", topic=TOPIC), dead_for))
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,17 @@ class Scenario:
 
 CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("leader-kill", "kill -9 the leader of chaos/0, restart it; repeated",
-             cycles("kill-leader", topic=TOPIC)),
+             cycles("leader-kill", topic=TOPIC)),
     Scenario("follower-kill", "kill -9 a follower of chaos/0, restart it; repeated",
-             cycles("kill-follower", topic=TOPIC)),
+             cycles("follower-kill", topic=TOPIC)),
     Scenario("leader-pause", "freeze the leader of chaos/0 (docker pause) until it is fenced, resume it; repeated",
-             cycles("pause-leader", topic=TOPIC)),
+             cycles("leader-pause", topic=TOPIC)),
     Scenario("leader-isolate", "cut the leader of chaos/0 from every node and the clients, heal; repeated",
-             cycles("isolate-leader", topic=TOPIC)),
+             cycles("leader-isolate", topic=TOPIC)),
     Scenario("leader-isolate-then-kill", "cut the leader of chaos/0 from its followers until its ISR is itself "
              "alone, then kill it and restart it later", isolate_then_kill),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
-             cycles("isolate-controller")),
+             cycles("controller-isolate")),
     Scenario("majority-minority", "split the nodes into a majority and a minority, heal; repeated",
              cycles("split")),
     Scenario("bridge", "two halves that cannot see each other, joined through one node; repeated",
@@ -84,16 +84,16 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("rolling-restart", "clean restart of every broker in turn, waiting for a full ISR in between",
              single("rolling-restart", length_share=0.7)),
     Scenario("all-kill", "kill -9 every broker at once, restart them all; repeated",
-             cycles("kill-all")),
+             cycles("all-kill")),
     Scenario("cascade-kill", "kill chaos/0's followers one by one, then its leader; restart an out-of-sync "
              "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
     Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
              cycles("client-isolate")),
     Scenario("random-mix", "a seeded Jepsen-style stagger of leader kills, pauses, isolations, splits, loss and "
              "controller kills",
-             lambda d: stagger([spec("kill-leader", topic=TOPIC), spec("pause-leader", topic=TOPIC),
-                                spec("isolate-leader", topic=TOPIC), spec("split"), spec("loss", probability=0.3),
-                                spec("client-isolate"), spec("kill-controller"), spec("leader-cut", topic=TOPIC)],
+             lambda d: stagger([spec("leader-kill", topic=TOPIC), spec("leader-pause", topic=TOPIC),
+                                spec("leader-isolate", topic=TOPIC), spec("split"), spec("loss", probability=0.3),
+                                spec("client-isolate"), spec("controller-kill"), spec("leader-cut", topic=TOPIC)],
                                mean_interval_s=max(d / 8, 6.0), mean_duration_s=max(d / 8, 10.0))),
 ]}
 

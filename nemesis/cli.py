@@ -55,7 +55,8 @@ def _cmd_nemesis(args) -> int:
     if args.fault == "list":
         width = max(map(len, registry.names()))
         for t in registry.REGISTRY.values():
-            print(f"{t.name:<{width}}  {t.description}")
+            old = registry.aliases_of(t.name)
+            print(f"{t.name:<{width}}  {t.description}" + (f" (alias: {', '.join(old)})" if old else ""))
         return 0
     if args.duration is not None and args.duration <= 0:
         raise UsageError(f"--duration {args.duration}: must be > 0", "pass a positive number of seconds")

@@ -17,7 +17,7 @@ CLIENT = "client"        # the workload host in a drop pair
 class FaultEvent:
     t_ns: int
     action: str                  # "start" or "heal"
-    fault: str                   # e.g. "isolate-leader"
+    fault: str                   # e.g. "leader-isolate"
     nodes: list[int]
     details: dict = field(default_factory=dict)
 

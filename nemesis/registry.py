@@ -5,12 +5,15 @@
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable
 
 from base.errors import UsageError
 from nemesis import latency, network, process
 from nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,21 +67,21 @@ _TYPES = [
               lambda a: process.ProcessFault("stop", _one_random(a), "stop")),
     FaultType("pause", "freeze a node's processes (docker pause); heal resumes them",
               lambda a: process.ProcessFault("pause", _one_random(a), "pause")),
-    FaultType("kill-minority", "kill -9 a random minority of brokers at once; heal restarts them",
-              lambda a: process.ProcessFault("kill", _target(a, RandomBrokers(a.seed, None)), "kill-minority")),
-    FaultType("kill-leader", "kill -9 the current leader of TOPIC/PARTITION; heal restarts it",
-              lambda a: process.ProcessFault("kill", _leader(a), "kill-leader"), takes_target=False),
-    FaultType("kill-follower", "kill -9 one follower of TOPIC/PARTITION (drawn by seed); heal restarts it",
-              lambda a: process.ProcessFault("kill", RandomFollower(a.topic, a.partition, a.seed), "kill-follower"),
+    FaultType("minority-kill", "kill -9 a random minority of brokers at once; heal restarts them",
+              lambda a: process.ProcessFault("kill", _target(a, RandomBrokers(a.seed, None)), "minority-kill")),
+    FaultType("leader-kill", "kill -9 the current leader of TOPIC/PARTITION; heal restarts it",
+              lambda a: process.ProcessFault("kill", _leader(a), "leader-kill"), takes_target=False),
+    FaultType("follower-kill", "kill -9 one follower of TOPIC/PARTITION (drawn by seed); heal restarts it",
+              lambda a: process.ProcessFault("kill", RandomFollower(a.topic, a.partition, a.seed), "follower-kill"),
               takes_target=False),
-    FaultType("stop-leader", "clean stop of the current leader of TOPIC/PARTITION; heal starts it",
-              lambda a: process.ProcessFault("stop", _leader(a), "stop-leader"), takes_target=False),
-    FaultType("pause-leader", "pause the current leader of TOPIC/PARTITION; heal resumes it",
-              lambda a: process.ProcessFault("pause", _leader(a), "pause-leader"), takes_target=False),
-    FaultType("kill-controller", "kill -9 the active controller; heal restarts it",
-              lambda a: process.ProcessFault("kill", Controller(), "kill-controller"), takes_target=False),
-    FaultType("kill-all", "kill -9 every broker at once; heal restarts them all",
-              lambda a: process.ProcessFault("kill", AllBrokers(), "kill-all"), takes_target=False),
+    FaultType("leader-stop", "clean stop of the current leader of TOPIC/PARTITION; heal starts it",
+              lambda a: process.ProcessFault("stop", _leader(a), "leader-stop"), takes_target=False),
+    FaultType("leader-pause", "pause the current leader of TOPIC/PARTITION; heal resumes it",
+              lambda a: process.ProcessFault("pause", _leader(a), "leader-pause"), takes_target=False),
+    FaultType("controller-kill", "kill -9 the active controller; heal restarts it",
+              lambda a: process.ProcessFault("kill", Controller(), "controller-kill"), takes_target=False),
+    FaultType("all-kill", "kill -9 every broker at once; heal restarts them all",
+              lambda a: process.ProcessFault("kill", AllBrokers(), "all-kill"), takes_target=False),
     FaultType("rolling-restart", "clean restart of each broker in turn, waiting for a full ISR in between",
               lambda a: process.RollingRestart(), takes_target=False),
     FaultType("cascade-kill", "kill TOPIC/PARTITION's followers one by one, then its leader; heal restarts the "
@@ -87,10 +90,10 @@ _TYPES = [
     # network
     FaultType("isolate", "cut a node (default: a random broker) from every other node and the clients",
               lambda a: network.Isolate(_one_random(a), "isolate")),
-    FaultType("isolate-leader", "cut the current leader of TOPIC/PARTITION from every node and the clients",
-              lambda a: network.Isolate(_leader(a), "isolate-leader"), takes_target=False),
-    FaultType("isolate-controller", "cut the active controller from every node",
-              lambda a: network.Isolate(Controller(), "isolate-controller"), takes_target=False),
+    FaultType("leader-isolate", "cut the current leader of TOPIC/PARTITION from every node and the clients",
+              lambda a: network.Isolate(_leader(a), "leader-isolate"), takes_target=False),
+    FaultType("controller-isolate", "cut the active controller from every node",
+              lambda a: network.Isolate(Controller(), "controller-isolate"), takes_target=False),
     FaultType("split", "majority / minority partition of all nodes (or --target nodes), shuffled by seed",
               lambda a: network.Split(a.seed, a.targets, name="split")),
     FaultType("bridge", "two halves that cannot reach each other, joined through one node (3+ nodes)",
@@ -110,14 +113,35 @@ _TYPES = [
 
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}
 
+# One word order, the scenarios' too: whom the fault hits, then what it does (leader-kill, controller-isolate).
+# The verb-first names these faults had before still resolve, with a warning; `nemesis list` shows them.
+ALIASES: dict[str, str] = {
+    "kill-minority": "minority-kill", "kill-leader": "leader-kill", "kill-follower": "follower-kill",
+    "stop-leader": "leader-stop", "pause-leader": "leader-pause", "kill-controller": "controller-kill",
+    "kill-all": "all-kill", "isolate-leader": "leader-isolate", "isolate-controller": "controller-isolate",
+}
+
 
 def names() -> list[str]:
     return list(REGISTRY)
 
 
+def aliases_of(name: str) -> list[str]:
+    """The old spellings that resolve to fault `name`."""
+    return [old for old, new in ALIASES.items() if new == name]
+
+
+def canonical(name: str) -> str:
+    """`name`, or the fault an old spelling stands for (with a deprecation warning in the log)."""
+    if name in ALIASES:
+        log.warning("fault '%s' is now called '%s'; the old name still works but is deprecated", name, ALIASES[name])
+        return ALIASES[name]
+    return name
+
+
 def fault_type(name: str) -> FaultType:
     try:
-        return REGISTRY[name]
+        return REGISTRY[canonical(name)]
     except KeyError:
         raise UsageError(f"unknown fault '{name}'", f"see `kafka-chaos nemesis list`; known: {', '.join(REGISTRY)}")
 
@@ -125,6 +149,7 @@ def fault_type(name: str) -> FaultType:
 def build(name: str, args: FaultArgs | None = None) -> Fault:
     """A fresh fault `name` with `args`; UsageError on an unknown name or a target the fault does not take."""
     t = fault_type(name)
+    name = t.name
     args = args or FaultArgs()
     if args.targets is not None and not t.takes_target:
         raise UsageError(f"{name} picks its own target; it takes no --target", "leave --target out")

@@ -32,7 +32,7 @@ class FaultSpec:
     args: FaultArgs = field(default_factory=FaultArgs)
 
     def __post_init__(self):
-        registry.fault_type(self.name)
+        object.__setattr__(self, "name", registry.fault_type(self.name).name)   # an old spelling -> today's name
 
     def build(self, seed: int) -> Fault:
         return registry.build(self.name, self.args if self.args.targets else replace(self.args, seed=seed))

@@ -147,8 +147,8 @@ def _final_reads(sends: dict, lost: np.ndarray, dups: np.ndarray, sample: Sample
 def _faults(sample: SampleRun) -> pa.Table:
     isolate = json.dumps({"effect": "net", "drops": [[1, 2], [1, 3], [2, 1], [3, 1]], "target": "leader"})
     rows = [
-        (sample.isolate_at_s, "start", "isolate-leader", [1], isolate),
-        (sample.heal_at_s, "heal", "isolate-leader", [1], isolate),
+        (sample.isolate_at_s, "start", "leader-isolate", [1], isolate),
+        (sample.heal_at_s, "heal", "leader-isolate", [1], isolate),
     ]
     if sample.kill_at_s is not None:
         rows.append((sample.kill_at_s, "start", "kill", [3], json.dumps({"effect": "kill", "signal": "SIGKILL"})))

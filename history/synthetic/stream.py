@@ -194,7 +194,7 @@ def _faults_table(tl: FaultTimeline | None) -> pa.Table | None:
     details = json.dumps({"effect": "kill", "signal": "SIGKILL", "target": "leader", "partition": 0,
                           "resolved": [tl.node]})
     return pa.table({"t_ns": [tl.kill_ns, tl.heal_ns], "action": ["start", "heal"],
-                     "fault": ["kill-leader"] * 2, "nodes": [[tl.node], [tl.node]],
+                     "fault": ["leader-kill"] * 2, "nodes": [[tl.node], [tl.node]],
                      "details": [details, details]}, schema=FAULTS_SCHEMA)
 
 
@@ -230,7 +230,7 @@ def _meta(spec: SyntheticSpec, run_id: str, ends: np.ndarray) -> dict:
     return {
         "run_id": run_id, "partitions": spec.partitions, "replication_factor": spec.replication_factor,
         "min_insync_replicas": spec.min_insync_replicas,
-        "scenario": "synthetic-kill-leader" if spec.faults else "synthetic-no-faults",
+        "scenario": "synthetic-leader-kill" if spec.faults else "synthetic-no-faults",
         "seed": spec.seed, "command": f"synthetic sends={spec.sends} seed={spec.seed}",
         "kafka_version": spec.kafka_version, "topic": "chaos", "unclean_leader_election": False,
         "consumer_mode": spec.consumer_mode,

@@ -38,9 +38,9 @@ def test_a_cut_applied_over_half_a_second_risks_the_writes_acked_while_it_went_o
 
     S, t0 = 1_000_000_000, 1_000 * 1_000_000_000
     drops = tuple((1, o) for o in (2, 3, 101)) + tuple((o, 1) for o in (2, 3, 101)) + ((1, "client"), ("client", 1))
-    start = FaultEffect(t_ns=t0 + 10 * S, action="start", effect="net", nodes=(1,), fault="isolate-leader",
+    start = FaultEffect(t_ns=t0 + 10 * S, action="start", effect="net", nodes=(1,), fault="leader-isolate",
                        drops=drops, applied_ns=t0 + 10 * S + S // 2)
-    heal = FaultEffect(t_ns=t0 + 30 * S, action="heal", effect="net", nodes=(1,), fault="isolate-leader", drops=drops)
+    heal = FaultEffect(t_ns=t0 + 30 * S, action="heal", effect="net", nodes=(1,), fault="leader-isolate", drops=drops)
     assert [len(e.drops) for e in worst_case_onsets([start, heal])] == [6, 2, 8]
     cfg = ModelConfig(kafka_version="4.3.1", partitions=1, replication_factor=3, min_insync_replicas=2,
                       acks=("1",), brokers=(1, 2, 3), controllers=(101,))

@@ -271,7 +271,7 @@ def test_the_isr_is_certainly_below_min_isr_only_once_the_latest_allowed_shrink_
 
 
 def test_acks_1_writes_until_a_slow_kill_took_effect_may_be_lost():
-    slow = FaultEffect(t_ns=T0 + 10 * S, action="start", effect="kill", nodes=(1,), fault="kill-leader",
+    slow = FaultEffect(t_ns=T0 + 10 * S, action="start", effect="kill", nodes=(1,), fault="leader-kill",
                       applied_ns=T0 + 14 * S)
     model = run_model(cfg(acks=("1",), controllers=(101,)), [slow], t_begin=T0, t_end=T0 + 60 * S)
     assert model.durability(0, T0 + 13 * S, "1", T0 + 13 * S)[0] == "at_risk"
@@ -283,7 +283,7 @@ def test_brokers_fenced_together_may_leave_a_follower_as_the_last_isr_member_so_
     # so the follower may be the one left in the ISR and elected at the heal, lacking the leader's last acks=1
     # writes. acks=all writes were on every ISR member and stay guaranteed.
     cut = [[101, n] for n in (1, 2, 3)] + [[n, 101] for n in (1, 2, 3)]
-    events = [_cut(T0 + 10 * S, cut, "isolate-controller"), _cut(T0 + 30 * S, cut, "isolate-controller", "heal")]
+    events = [_cut(T0 + 10 * S, cut, "controller-isolate"), _cut(T0 + 30 * S, cut, "controller-isolate", "heal")]
     leader_3 = pd.DataFrame({"t_ns": [T0], "partition": [0], "leader": [3], "isr": [[3, 1, 2]]})
     model = run_model(cfg(acks=("1", "all"), version="3.9.2", controllers=(101,)), events, leader_3,
                       t_begin=T0, t_end=T0 + 90 * S)

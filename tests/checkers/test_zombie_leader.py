@@ -9,7 +9,7 @@ from tests.checkers.test_isr_model import T0, S, cfg, isolate, kill, restart
 def isolated_from_everyone(node, t, action="start"):
     ev = isolate(node, t, action)
     drops = ev.drops + (("client", node), (node, "client"))
-    return FaultEffect(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate-leader", drops=drops)
+    return FaultEffect(t_ns=t, action=action, effect="net", nodes=(node,), fault="leader-isolate", drops=drops)
 
 
 def pause(node, t, action="start"):

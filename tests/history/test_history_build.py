@@ -85,7 +85,7 @@ def test_escaping_round_trips(text):
 
 def test_fault_events_and_cluster_samples_become_their_parquet_files(tmp_path):
     h = HistoryWriter(tmp_path / "run", META)
-    event = SimpleNamespace(t_ns=5, action="start", fault="kill-leader", nodes=[2],
+    event = SimpleNamespace(t_ns=5, action="start", fault="leader-kill", nodes=[2],
                             details={"effect": "kill", "signal": "SIGKILL"})
     h.record_fault(event)
     h.record_fault(SimpleNamespace(**(vars(event) | {"t_ns": 9, "action": "heal"})))

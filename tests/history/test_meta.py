@@ -12,7 +12,7 @@ def a_meta(**kw) -> RunMeta:
     return RunMeta(run_id="r1", partitions=3, replication_factor=3, min_insync_replicas=2, kafka_version="3.9.2",
                    scenario="leader-kill", seed=7, producers=({"name": "p0", "acks": "all", "idempotent": True},),
                    brokers=(1, 2, 3), controllers=(101,), duration_s=60.0,
-                   fault_plan=({"start_s": 10.0, "fault": "kill-leader", "heal_s": 30.0},),
+                   fault_plan=({"start_s": 10.0, "fault": "leader-kill", "heal_s": 30.0},),
                    extra={"test_id": "tests/x.py::y"}, **kw)
 
 

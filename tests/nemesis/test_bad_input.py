@@ -12,7 +12,7 @@ from tests.nemesis.probes import assert_no_rules_of_ours
 def test_unknown_fault_names_the_known_ones():
     with pytest.raises(UsageError, match="unknown fault 'nuke'") as e:
         registry.build("nuke")
-    assert "isolate-leader" in e.value.remedy
+    assert "leader-isolate" in e.value.remedy
 
 
 def test_a_bridge_needs_three_nodes():
@@ -27,7 +27,7 @@ def test_one_way_needs_exactly_two_nodes():
 
 def test_faults_that_pick_their_own_target_refuse_one():
     with pytest.raises(UsageError, match="takes no --target"):
-        registry.build("kill-leader", FaultArgs(targets=(1,)))
+        registry.build("leader-kill", FaultArgs(targets=(1,)))
 
 
 def test_loss_probability_must_be_a_probability():
@@ -44,8 +44,8 @@ def test_every_fault_has_a_one_line_description():
 @pytest.mark.parametrize("name, args, message", [
     ("kill", FaultArgs(targets=(7,)), "no node 7"),
     ("isolate", FaultArgs(targets=(1, 9)), "no node 9"),
-    ("isolate-leader", FaultArgs(topic="no-such-topic"), "no-such-topic"),
-    ("kill-leader", FaultArgs(topic="no-such-topic"), "no-such-topic"),
+    ("leader-isolate", FaultArgs(topic="no-such-topic"), "no-such-topic"),
+    ("leader-kill", FaultArgs(topic="no-such-topic"), "no-such-topic"),
     ("loss", FaultArgs(targets=(1,), peers=(42,)), "no node 42"),
 ])
 def test_a_target_that_does_not_exist_fails_before_anything_is_touched(cluster, nem, events, name, args, message):
@@ -53,3 +53,18 @@ def test_a_target_that_does_not_exist_fails_before_anything_is_touched(cluster, 
         nem.start(registry.build(name, args))
     assert events == [] and nem.active == []
     assert_no_rules_of_ours(cluster)
+
+
+@pytest.mark.parametrize("old, new", sorted(registry.ALIASES.items()))
+def test_old_verb_first_fault_names_resolve_to_todays_names(old, new, caplog):
+    assert registry.build(old).name == new                      # the fault records today's name
+    assert f"'{old}' is now called '{new}'" in caplog.text
+    assert old in registry.aliases_of(new) and new in registry.REGISTRY
+
+
+def test_faults_and_scenarios_name_the_target_first():
+    from harness.scenarios import CATALOG
+
+    verbs = ("kill", "stop", "pause", "isolate")
+    for name in list(registry.REGISTRY) + list(CATALOG):
+        assert not any(name.startswith(f"{v}-") for v in verbs), name

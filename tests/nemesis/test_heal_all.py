@@ -35,11 +35,11 @@ def test_a_plan_plays_on_time_and_ends_healed(cluster, nem, events):
 
 
 def test_a_step_that_cannot_start_is_skipped_and_the_run_goes_on(cluster, nem, events):
-    plan = sequence([once(0, spec("kill-leader", topic="no-such-topic"), 1),
+    plan = sequence([once(0, spec("leader-kill", topic="no-such-topic"), 1),
                      once(0, spec("pause", targets=[1]), 1)]).plan(0, 10)
     runner = ScheduleRunner(nem, plan)
     runner.run()
-    assert [s.fault.name for s, _ in runner.failures] == ["kill-leader"]
+    assert [s.fault.name for s, _ in runner.failures] == ["leader-kill"]
     assert [(e.action, e.fault) for e in events] == [("start", "pause"), ("heal", "pause")]
 
 

@@ -25,7 +25,7 @@ def others(cluster, ids):
 def test_isolate_leader_elects_another_leader_and_the_old_one_leaves_and_rejoins_the_isr(cluster, topic, nem, events):
     old = cluster.leader(topic, 0)
     t0 = time.monotonic()
-    fault = nem.start(registry.build("isolate-leader", FaultArgs(topic=topic)))
+    fault = nem.start(registry.build("leader-isolate", FaultArgs(topic=topic)))
     new = wait_until(lambda: (lambda lead: lead if lead not in (None, old) else None)(cluster.leader(topic, 0)),
                      SESSION_S + MARGIN_S, "no new leader")
     assert new != old and time.monotonic() - t0 < SESSION_S + MARGIN_S
@@ -51,7 +51,7 @@ def test_isolate_cuts_a_node_from_every_node_and_the_client_only(cluster, nem):
 
 def test_isolate_controller_cuts_the_active_controller_from_the_brokers(cluster, nem, events):
     active = cluster.active_controller()
-    fault = nem.start(registry.build("isolate-controller"))
+    fault = nem.start(registry.build("controller-isolate"))
     assert events[0].nodes == [active]
     for b in cluster.brokers:
         assert reachable_from(b, [cluster.node(active)]) == {active: False}

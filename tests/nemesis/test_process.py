@@ -60,7 +60,7 @@ def test_heal_is_idempotent(cluster, nem, events):
 
 def test_kill_leader_elects_another_within_the_session_timeout_and_heal_brings_it_back(cluster, topic, nem, events):
     old = cluster.leader(topic, 0)
-    fault = nem.start(registry.build("kill-leader", FaultArgs(topic=topic)))
+    fault = nem.start(registry.build("leader-kill", FaultArgs(topic=topic)))
     assert events[0].nodes == [old] and cluster.node(old).state() == "exited"
     new, took = leader_change(cluster, topic, old, SESSION_S + MARGIN_S)
     assert new != old and took < SESSION_S + MARGIN_S
@@ -71,7 +71,7 @@ def test_kill_leader_elects_another_within_the_session_timeout_and_heal_brings_i
 
 def test_kill_follower_keeps_the_leader_and_shrinks_the_isr_until_heal(cluster, topic, nem, events):
     state = cluster.partition(topic, 0)
-    fault = nem.start(registry.build("kill-follower", FaultArgs(topic=topic, seed=3)))
+    fault = nem.start(registry.build("follower-kill", FaultArgs(topic=topic, seed=3)))
     (victim,) = events[0].nodes
     assert victim in state.replicas and victim != state.leader
     assert cluster.node(victim).state() == "exited"
@@ -84,7 +84,7 @@ def test_kill_follower_keeps_the_leader_and_shrinks_the_isr_until_heal(cluster, 
 def test_stop_leader_moves_leadership_by_controlled_shutdown(cluster, topic, nem):
     old = cluster.leader(topic, 0)
     t0 = time.monotonic()
-    fault = nem.start(registry.build("stop-leader", FaultArgs(topic=topic)))
+    fault = nem.start(registry.build("leader-stop", FaultArgs(topic=topic)))
     new, _ = leader_change(cluster, topic, old, 5)
     # a controlled shutdown hands leadership over before the broker exits: far quicker than a session timeout
     assert time.monotonic() - t0 < SESSION_S and cluster.node(old).state() == "exited"
@@ -109,7 +109,7 @@ def _send(producer, topic, partition, value) -> KafkaError | None:
 def test_pause_makes_produce_requests_to_that_broker_time_out(cluster, topic, nem):
     producer = _producer(cluster)
     assert _send(producer, topic, 0, b"before") is None         # metadata and connections are warm
-    fault = nem.start(registry.build("pause-leader", FaultArgs(topic=topic)))
+    fault = nem.start(registry.build("leader-pause", FaultArgs(topic=topic)))
     err = _send(producer, topic, 0, b"during")                   # 3 s message timeout < 6 s session timeout
     assert err is not None and err.code() == KafkaError._MSG_TIMED_OUT, err
     nem.heal(fault)
@@ -119,7 +119,7 @@ def test_pause_makes_produce_requests_to_that_broker_time_out(cluster, topic, ne
 
 def test_kill_controller_kills_the_active_controller_and_heal_restarts_it(cluster, topic, nem, events):
     active = cluster.active_controller()
-    fault = nem.start(registry.build("kill-controller"))
+    fault = nem.start(registry.build("controller-kill"))
     assert events[0].nodes == [active] and events[0].details["target"] == "controller"
     assert cluster.node(active).state() == "exited" and cluster.active_controller() is None
     nem.heal(fault)
@@ -129,7 +129,7 @@ def test_kill_controller_kills_the_active_controller_and_heal_restarts_it(cluste
 
 
 def test_kill_all_kills_every_broker_at_once(cluster, topic, nem, events):
-    fault = nem.start(registry.build("kill-all"))
+    fault = nem.start(registry.build("all-kill"))
     assert events[0].nodes == [1, 2, 3]
     assert [b.state() for b in cluster.brokers] == ["exited"] * 3
     nem.heal(fault)

@@ -6,7 +6,7 @@ from nemesis.schedule import FaultSpec, mix, once, sequence, spec, stagger
 
 
 def stagger_of_three():
-    return stagger(["kill-leader", "isolate-leader", spec("loss", probability=0.2)], mean_interval_s=10)
+    return stagger(["leader-kill", "leader-isolate", spec("loss", probability=0.2)], mean_interval_s=10)
 
 
 def test_same_seed_gives_the_same_schedule():

@@ -55,7 +55,7 @@ def test_latency_quantiles_rise_during_the_isolation(make_run):
 def test_fault_windows_pair_starts_with_heals_and_unhealed_faults_last_to_the_end(make_run):
     windows = fault_windows(load_run(make_run(isolate_at_s=20, heal_at_s=35, kill_at_s=48, duration_s=60)))
     assert [(w.fault, w.nodes, w.start_s, w.end_s, w.healed) for w in windows] == [
-        ("isolate-leader", (1,), 20.0, 35.0, True), ("kill", (3,), 48.0, 60.0, False)]
+        ("leader-isolate", (1,), 20.0, 35.0, True), ("kill", (3,), 48.0, 60.0, False)]
     assert [w.effect for w in windows] == ["net", "kill"]
 
 

@@ -73,7 +73,7 @@ def test_timeline_shades_every_fault_window_and_marks_lost_writes_at_their_ack_t
     shaded = {(s["x0"], s["x1"]) for s in fig["layout"]["shapes"] if s["type"] == "rect"}
     assert shaded == {(20.0, 35.0), (48.0, 60.0)}
     labels = [a["text"] for a in fig["layout"]["annotations"]]
-    assert "isolate-leader [1]" in labels and "kill [3] (not healed)" in labels
+    assert "leader-isolate [1]" in labels and "kill [3] (not healed)" in labels
     (lost,) = [t for t in fig["data"] if t.get("name") == "lost"]
     meta = json.loads((path / "meta.json").read_text())
     import pyarrow.parquet as pq
