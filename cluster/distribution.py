@@ -70,8 +70,9 @@ def _mvn() -> str:
 
 
 def _run_mvn(args: list[str], cwd: Path, on_line: Callable[[str], None] | None = None) -> subprocess.CompletedProcess:
-    """Maven in batch mode; `on_line` sees each line of its output as it comes (a progress display)."""
-    cmd = [_mvn(), "-B", "-ntp", *args]
+    """Maven in batch mode; `on_line` sees each line of its output as it comes (a progress display, which then
+    also gets Maven's download lines)."""
+    cmd = [_mvn(), "-B", *(["-ntp"] if on_line is None else []), *args]
     log.debug("running %s", " ".join(cmd))
     if on_line is None:
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
@@ -86,9 +87,11 @@ def _run_mvn(args: list[str], cwd: Path, on_line: Callable[[str], None] | None =
 def _mvn_progress(s: Step) -> Callable[[str], None]:
     """Shows the artifact Maven is copying or downloading now."""
     def on_line(line: str) -> None:
-        m = re.search(r"(?:Copying|Downloading from \S+:|Downloaded from \S+:) (\S+)", line)
+        m = re.search(r"(?:Downloading from \S+:|Downloaded from \S+:) (\S+)", line)
         if m:
             s.update(m.group(1).rsplit("/", 1)[-1])
+        elif m := re.search(r"\[INFO\] --- (\S+)", line):
+            s.update(m.group(1))
     return on_line
 
 

@@ -38,7 +38,8 @@ class Snapshot:
     sends_per_s: float
     rates: tuple[float, float, float]            # ok, fail, indeterminate per second since the previous look
     faults: tuple[str, ...]
-    partitions: tuple[tuple[int, int | None, tuple[int, ...]], ...] | None    # None: metadata unavailable
+    partitions: tuple[tuple[int, int | None, tuple[int, ...]], ...] | None    # None: never answered yet
+    partitions_age_s: float = 0.0                # > 0: metadata did not answer; these are that old
 
     @property
     def left_s(self) -> float:
@@ -54,6 +55,8 @@ class Observer:
         self.start = time.monotonic()
         self._last = (self.start, 0, 0, 0)
         self._rates = (0.0, 0.0, 0.0)
+        self._parts: tuple | None = None
+        self._parts_at = self.start
 
     def snapshot(self) -> Snapshot:
         s = self.workload.stats()
@@ -64,19 +67,22 @@ class Observer:
             self._rates = ((s.ok - ok0) / dt, (s.fail - fail0) / dt, (s.info - info0) / dt)
             self._last = (now, s.ok, s.fail, s.info)
         try:
-            parts = tuple((p.partition, p.leader, tuple(p.isr)) for p in self.cluster.describe(self.topic, timeout=2))
-        except Exception as e:          # a partition without a leader, brokers down: shown as unavailable
+            self._parts = tuple((p.partition, p.leader, tuple(p.isr))
+                                for p in self.cluster.describe(self.topic, timeout=2))
+            self._parts_at = time.monotonic()
+        except Exception as e:          # the broker asked is cut off or down: show the last answer, and its age
             log.debug("live display: describe: %s", e)
-            parts = None
+        age = 0.0 if self._parts_at >= now else time.monotonic() - self._parts_at
         return Snapshot(now - self.start, self.duration_s, s.ok, s.fail, s.info, s.reads, s.sends_per_s,
-                        self._rates, tuple(f.name for f in list(self.nemesis.active)), parts)
+                        self._rates, tuple(f.name for f in list(self.nemesis.active)), self._parts, age)
 
 
 def plain_line(phase: str, snap: Snapshot) -> str:
     """The log line of a snapshot, for CI logs and pipes."""
     isr = ("unavailable" if snap.partitions is None else
            " ".join(f"p{p}:{'-' if leader is None else leader}/{','.join(map(str, isr))}"
-                    for p, leader, isr in snap.partitions))
+                    for p, leader, isr in snap.partitions)
+           + (f" (as of {snap.partitions_age_s:.0f}s ago)" if snap.partitions_age_s else ""))
     ok_r, fail_r, info_r = snap.rates
     return (f"[{phase}] {snap.elapsed_s:.0f}s of {snap.duration_s:.0f}s, {snap.left_s:.0f}s left  "
             f"{snap.sends_per_s:.0f} sends/s  ok {snap.ok} fail {snap.fail} info {snap.info} "
@@ -88,7 +94,7 @@ class LeftColumn(ProgressColumn):
     """Time left of a task whose units are seconds (the run's duration), exact rather than estimated."""
 
     def render(self, task) -> Text:
-        left = int(max(0.0, (task.total or 0) - task.completed) + 0.999)
+        left = int(max(0.0, (task.total or 0) - (task.elapsed or 0.0)) + 0.999)   # the same clock as elapsed
         return Text(f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d} left", style="progress.remaining")
 
 
@@ -103,15 +109,18 @@ def _stats_table(snap: Snapshot) -> Table:
     return t
 
 
-def _partition_table(snap: Snapshot) -> Table | Text:
+def _partition_table(snap: Snapshot) -> Table | Text | Group:
     if snap.partitions is None:
-        return Text("leader/ISR: unavailable (no metadata answer)", style="yellow")
+        return Text("leader/ISR: unavailable (no metadata answer yet)", style="yellow")
     t = Table(box=None, padding=(0, 2), header_style="bold")
     for col in ("partition", "leader", "ISR"):
         t.add_column(col)
     for p, leader, isr in snap.partitions:
         t.add_row(str(p), Text("none", style="red") if leader is None else str(leader),
                   Text(",".join(map(str, isr)), style="yellow" if len(isr) < 2 else ""))
+    if snap.partitions_age_s:
+        return Group(Text(f"leader/ISR as of {snap.partitions_age_s:.0f} s ago: no metadata answer since",
+                          style="yellow"), t)
     return t
 
 
@@ -149,7 +158,7 @@ class LiveDisplay:
         with Live(console=self.console, refresh_per_second=4, transient=False) as live, _logs_through(live):
             while (elapsed := time.monotonic() - observer.start) < duration_s:
                 snap = observer.snapshot()
-                bar.update(task, completed=min(snap.elapsed_s, duration_s))
+                bar.update(task, completed=min(time.monotonic() - observer.start, duration_s))
                 live.update(render(snap, bar))
                 time.sleep(max(0.0, min(LIVE_INTERVAL_S, duration_s - elapsed)))
             bar.update(task, completed=duration_s)

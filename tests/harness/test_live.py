@@ -120,3 +120,25 @@ def test_setup_progress_draws_nothing_off_a_terminal():
         with progress.step("quiet"):
             pass
     assert out.getvalue() == ""
+
+
+class FlakyCluster(FakeCluster):
+    """Answers once, then is cut off (an isolated broker): the display keeps the last answer and says its age."""
+    def __init__(self):
+        self.calls = 0
+
+    def describe(self, topic, timeout):
+        self.calls += 1
+        if self.calls > 1:
+            raise TimeoutError("no answer")
+        return super().describe(topic, timeout)
+
+
+def test_the_last_leader_and_isr_stay_with_their_age_when_metadata_stops_answering():
+    out = io.StringIO()
+    display = LiveDisplay(enabled=True, out=out)
+    display.console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    display.watch(FlakyCluster(), "chaos", FakeWorkload(), FakeNemesis(), duration_s=2.2)
+    text = out.getvalue()
+    assert "no metadata answer since" in text and "as of 2 s ago" in text and "2,3" in text
+    assert "(as of 3s ago)" in plain_line("workload", snapshot(partitions_age_s=3.2))
