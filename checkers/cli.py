@@ -14,13 +14,18 @@ def register(subparsers) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing verdict.json")
     p.add_argument("--spark-master", default=None, metavar="URL",
                    help="Spark master (default: KAFKA_CHAOS_SPARK_MASTER, else local[*])")
-    p.add_argument("--engine", choices=("spark", "pandas"), default="spark",
-                   help="pandas: the single-process reference implementation (small runs, cross-checks)")
+    add_engine_option(p)
     p.add_argument("--json", action="store_true",
                    help="print, instead of the summary, a JSON list with each run's id, path, status, exit code and "
                         "verdict (or error), for scripts; other output goes to stderr")
     add_judgement_options(p)
     p.set_defaults(func=_cmd_check)
+
+
+def add_engine_option(p: argparse.ArgumentParser) -> None:
+    """`check` and `run`: which implementation finds the anomalies."""
+    p.add_argument("--engine", choices=("spark", "pandas"), default="spark",
+                   help="pandas: the single-process reference implementation (small runs, cross-checks)")
 
 
 def add_judgement_options(p: argparse.ArgumentParser) -> None:

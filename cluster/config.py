@@ -44,7 +44,8 @@ class ClusterConfig:
     heap_opts: str = "-Xms256m -Xmx768m"
     subnet: str | None = None                   # None: the first free /24 in 172.29.0.0/16
     image: str | None = None                    # None: build kafka-chaos-broker locally
-    extra_settings: dict[str, str] = field(default_factory=dict)
+    extra_settings: dict[str, str] = field(default_factory=dict)   # --broker-config settings without a field here
+    topic_settings: dict[str, str] = field(default_factory=dict)   # `cluster up --topic-config`: every run's topic
 
     def validate(self) -> None:
         if not 1 <= self.brokers <= 9:

@@ -4,15 +4,7 @@ from __future__ import annotations
 import argparse
 
 from cluster.config import ClusterConfig
-
-
-def add_cluster_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by `cluster up` and `run`."""
-    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
-    p.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    p.add_argument("--controllers", type=int, default=1, choices=(1, 3), help="dedicated KRaft controllers")
-    p.add_argument("--image", help="use this image instead of building one (e.g. apache/kafka:4.3.1)")
-    p.add_argument("--subnet", help="the cluster network's subnet (default: a free /24 in 172.29.0.0/16)")
+from harness.cluster_options import ClusterChoice, add_cluster_options, explicit_flags
 
 
 def add_name_option(p: argparse.ArgumentParser) -> None:
@@ -37,14 +29,7 @@ def register(sub) -> None:
     csub.required = True
     up = csub.add_parser("up", help="start a cluster that stays up until `cluster down`")
     add_name_option(up)
-    add_cluster_options(up)
-    up.add_argument("--min-isr", type=int, default=1, help="min.insync.replicas (default 1, Kafka's default)")
-    up.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=False,
-                    help="unclean.leader.election.enable")
-    up.add_argument("--elr", action=argparse.BooleanOptionalAction, default=None,
-                    help="eligible leader replicas (4.0+; default: the version's default)")
-    up.add_argument("--replica-lag-ms", type=int, default=10000, help="replica.lag.time.max.ms (default 10000)")
-    up.add_argument("--session-timeout-ms", type=int, default=9000, help="broker.session.timeout.ms")
+    add_cluster_options(up, ClusterConfig())
     up.set_defaults(func=_cmd_cluster_up)
     st = csub.add_parser("status", help="nodes, their state, and each partition's leader and ISR")
     add_name_option(st)
@@ -80,13 +65,13 @@ def _cmd_setup(args) -> int:
 
 def _cmd_cluster_up(args) -> int:
     from cluster.kafka_cluster import KafkaCluster
+    from cluster.settings import check_topic_settings, parse_settings
 
-    config = ClusterConfig(
-        name=args.name, kafka_version=args.kafka_version, brokers=args.brokers, controllers=args.controllers,
-        min_insync_replicas=args.min_isr, unclean_leader_election=args.unclean, elr=args.elr,
-        replica_lag_time_max_ms=args.replica_lag_ms, broker_session_timeout_ms=args.session_timeout_ms,
-        subnet=args.subnet, image=args.image,
-    )
+    topic = parse_settings(args.topic_config, "--topic-config")
+    check_topic_settings(topic)
+    config = ClusterChoice.from_args(args).apply(
+        ClusterConfig(name=args.name, kafka_version=args.kafka_version, topic_settings=topic),
+        explicit_flags(args.min_isr, args.unclean))
     from harness.live import setup_progress
 
     with setup_progress():

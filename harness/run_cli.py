@@ -5,6 +5,8 @@ import argparse
 from pathlib import Path
 
 from harness import scenarios
+from harness.cluster_options import ClusterChoice, add_cluster_options
+from harness.run_options import chaos_cluster_config
 
 
 def register(sub) -> None:
@@ -13,15 +15,12 @@ def register(sub) -> None:
 
     p = sub.add_parser("run", help="run a fault scenario end to end: cluster, workload, faults, check, report",
                        description="Exit 0 when the run is valid, 1 on a violation (something the ISR model says "
-                                   "cannot happen), 2 on bad input or a broken environment.")
+                                   "cannot happen), 2 on bad input or a broken environment. The cluster options are "
+                                   "`cluster up`'s, with a chaos run's faster fault detection as defaults.")
     p.add_argument("scenario", metavar="SCENARIO", help="see `kafka-chaos scenarios`")
     p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
-    p.add_argument("--min-isr", type=int, default=2, help="the topic's min.insync.replicas (default 2)")
     p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
                    help="enable.idempotence (default: on for acks=all)")
-    p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=False,
-                   help="unclean.leader.election.enable (default off)")
-    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
     p.add_argument("--duration", type=float, help="seconds of workload (default: the scenario's, 60)")
     p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
     p.add_argument("--seed", type=int, help="seed of the fault schedule (default: drawn and recorded)")
@@ -31,7 +30,9 @@ def register(sub) -> None:
     p.add_argument("--keep-cluster", action="store_true", help="leave the run's cluster up at the end")
     p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
-    from checkers.cli import add_judgement_options
+    add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s
+    from checkers.cli import add_engine_option, add_judgement_options
+    add_engine_option(p)
     add_judgement_options(p)
     p.set_defaults(func=_cmd_run)
 
@@ -44,6 +45,7 @@ def _cmd_scenarios(args) -> int:
 
 
 def _cmd_run(args) -> int:
+    from cluster.settings import parse_settings
     from harness.runner import RunOptions, run, summary_lines
 
     opts = RunOptions(
@@ -51,7 +53,8 @@ def _cmd_run(args) -> int:
         unclean=args.unclean, kafka_version=args.kafka_version, duration_s=args.duration,
         rate=args.rate or None, seed=args.seed, results=args.results, reuse_cluster=args.reuse_cluster,
         cluster_name=args.name, keep_cluster=args.keep_cluster, check=args.check,
-        stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall,
+        stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall, engine=args.engine,
+        cluster=ClusterChoice.from_args(args), topic_config=parse_settings(args.topic_config, "--topic-config"),
     )
     result = run(opts)
     for line in summary_lines(result):

@@ -1,115 +1,30 @@
 """One chaos run end to end: cluster, topic, workload and nemesis, heal, drain, history, check, report.
 
-Jepsen's test map as a dataclass: `RunOptions` says everything that decides a run, and `command()` spells it as
-the exact `kafka-chaos run ...` line that reproduces it (the same seed gives the same fault schedule).
+What decides a run is `RunOptions` (harness.run_options), validated before any container starts.
 """
 from __future__ import annotations
 
 import logging
-import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import UsageError
-from checkers.check import CheckSettings, check_run
-from cluster.config import ClusterConfig, elr_default
+from checkers.check import check_run
+from cluster.config import elr_default
 from cluster.kafka_cluster import KafkaCluster
 from harness import scenarios
 from harness.live import LiveDisplay
+from harness.run_options import DEFAULT_RESULTS, RunOptions, chaos_cluster_config  # noqa: F401 (re-exported)
 from history.meta import RunMeta
 from history.writer import HistoryWriter
 from nemesis.control import Nemesis
 from nemesis.schedule import ScheduleRunner
 from report.page import write_report
-from workloads.profile import ProducerProfile
 from workloads.run import Workload, WorkloadConfig
 
 log = logging.getLogger(__name__)
-
-DEFAULT_RESULTS = Path("results")
-
-
-def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
-    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects."""
-    base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=2,
-                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000)
-    base.update(overrides)
-    return ClusterConfig(**base)
-
-
-@dataclass
-class RunOptions:
-    scenario: str
-    acks: str = "all"
-    min_isr: int = 2
-    idempotence: bool | None = None          # None: on for acks=all (the Java client's default), else off
-    unclean: bool = False
-    kafka_version: str | None = None
-    duration_s: float | None = None          # None: the scenario's default
-    rate: float | None = 2000.0              # sends per second (None: as fast as possible)
-    seed: int | None = None                  # None: drawn from the clock, then recorded
-    results: Path = DEFAULT_RESULTS
-    reuse_cluster: bool = False
-    cluster_name: str = "kafka-chaos"
-    keep_cluster: bool = False
-    consumers: int = 1
-    run_id: str | None = None
-    check: bool = True
-    stall_threshold_s: float = 2.0           # see checkers.check.CheckSettings
-    max_stall_s: float | None = None
-    live: bool | None = None                 # None: a live display on a terminal, log lines otherwise
-    extra_meta: dict = field(default_factory=dict)
-
-    def resolved(self) -> "RunOptions":
-        """Defaults filled in, and everything validated before any container starts."""
-        sc = scenarios.scenario(self.scenario)
-        if str(self.acks) not in ("0", "1", "all", "-1"):
-            raise UsageError(f"--acks {self.acks}: not a valid acks value", "use --acks 0, 1 or all")
-        self.acks = "all" if str(self.acks) in ("all", "-1") else str(self.acks)
-        if self.idempotence is None:
-            self.idempotence = self.acks == "all"
-        if not 1 <= self.min_isr <= sc.replication_factor:
-            raise UsageError(f"--min-isr {self.min_isr}: must be between 1 and the replication factor "
-                             f"{sc.replication_factor}", "use --min-isr 1, 2 or 3")
-        if self.duration_s is None:
-            self.duration_s = sc.duration_s
-        if self.duration_s <= 0:
-            raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
-        if self.seed is None:
-            self.seed = time.time_ns() % 1_000_000
-        self.profile().validate()
-        self.check_settings()                    # bad stall options fail before any container starts
-        sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
-        return self
-
-    def check_settings(self):
-
-        return CheckSettings(stall_threshold_s=self.stall_threshold_s, max_stall_s=self.max_stall_s)
-
-    def profile(self):
-
-        return ProducerProfile(name="p0", acks=self.acks, idempotent=bool(self.idempotence), rate=self.rate)
-
-    def command(self) -> str:
-        """The exact command line that reproduces this run."""
-        parts = ["kafka-chaos", "run", self.scenario, "--acks", self.acks, "--min-isr", str(self.min_isr),
-                 "--idempotence" if self.idempotence else "--no-idempotence",
-                 "--unclean" if self.unclean else "--no-unclean",
-                 "--duration", f"{self.duration_s:g}", "--seed", str(self.seed)]
-        if self.kafka_version:
-            parts += ["--kafka-version", self.kafka_version]
-        parts += ["--rate", f"{self.rate:g}" if self.rate else "0"]
-        if self.stall_threshold_s != 2.0:
-            parts += ["--stall-threshold", f"{self.stall_threshold_s:g}"]
-        if self.max_stall_s is not None:
-            parts += ["--max-stall", f"{self.max_stall_s:g}"]
-        return shlex.join(parts)
-
-    def default_run_id(self) -> str:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        return f"{stamp}-{self.scenario}-acks{self.acks}-isr{self.min_isr}-s{self.seed}"
 
 
 @dataclass
@@ -142,7 +57,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
     try:
         topic = scenarios.TOPIC
         display.phase("topic")
-        _fresh_topic(cluster, topic, sc, opts)
+        topic_settings = _fresh_topic(cluster, topic, sc, opts)
         run_id = opts.run_id or opts.default_run_id()
         meta = RunMeta(
             run_id=run_id, scenario=opts.scenario, seed=opts.seed, command=opts.command(),
@@ -150,6 +65,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             replication_factor=sc.replication_factor, min_insync_replicas=opts.min_isr,
             unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode="assign",
             producers=(opts.profile().to_meta(),), broker_settings=cluster.config.changed_settings(),
+            topic_settings=topic_settings,
             duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
             controllers=tuple(n.id for n in cluster.controllers),
             fault_plan=tuple({"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps),
@@ -167,7 +83,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             display.watch(cluster, topic, workload, nemesis, opts.duration_s)
         finally:
             display.phase("heal")
-            if opts.check:
+            if opts.check and opts.engine == "spark":
                 _warm_spark()
             faults.stop()
             workload.stop()
@@ -223,29 +139,28 @@ def _cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, 
             if opts.kafka_version and cluster.version != opts.kafka_version:
                 raise UsageError(f"the running cluster '{opts.cluster_name}' is Kafka {cluster.version}, "
                                  f"not {opts.kafka_version}", "drop --reuse-cluster or --kafka-version")
+            opts.cluster.check_matches(cluster.config)
             return cluster, False
         except UsageError as e:
             if "no cluster named" not in e.cause:
                 raise
             log.info("no running cluster '%s' to reuse: starting one that stays up", opts.cluster_name)
     display.phase("cluster up")
-    cluster = KafkaCluster(chaos_cluster_config(opts.cluster_name if opts.reuse_cluster else
-                                                f"run{int(time.time() * 1000) % 10_000_000}",
-                                                opts.kafka_version, min_insync_replicas=opts.min_isr,
-                                                unclean_leader_election=opts.unclean),
+    cluster = KafkaCluster(opts.cluster_config(opts.cluster_name if opts.reuse_cluster else
+                                               f"run{int(time.time() * 1000) % 10_000_000}"),
                            persistent=opts.reuse_cluster)
     with display.setup_steps():             # jars and image, drawn when they have to be made
         cluster.up()
     return cluster, not opts.reuse_cluster
 
 
-def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts: RunOptions) -> None:
+def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts: RunOptions) -> dict[str, str]:
+    """Create the chaos topic afresh; returns the configs it was given (meta.json's topic_settings)."""
     if topic in cluster.topics():
         cluster.delete_topics([topic])
-    cluster.create_topic(topic, sc.partitions, sc.replication_factor, configs={
-        "min.insync.replicas": str(opts.min_isr),
-        "unclean.leader.election.enable": str(opts.unclean).lower(),
-    }, timeout=60)
+    configs = opts.topic_settings(cluster.config.topic_settings)
+    cluster.create_topic(topic, sc.partitions, sc.replication_factor, configs=configs, timeout=60)
+    return configs
 
 
 def _elr_enabled(cluster: KafkaCluster) -> bool:
@@ -260,7 +175,7 @@ def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
         return RunResult(run_dir, 0, None, None)
 
     display.phase("check")
-    code = check_run(run_dir, force=True, settings=opts.check_settings())
+    code = check_run(run_dir, force=True, engine=opts.engine, settings=opts.check_settings())
     display.phase("report")
     report = write_report(run_dir)
     verdict_file = run_dir / "verdict.json"

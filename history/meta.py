@@ -46,7 +46,8 @@ class RunMeta:
     elr_enabled: bool = True
     consumer_mode: str = "assign"
     producers: tuple[dict, ...] = ()
-    broker_settings: dict = field(default_factory=dict)
+    broker_settings: dict = field(default_factory=dict)   # broker settings that differ from Kafka's defaults
+    topic_settings: dict = field(default_factory=dict)    # the configs the topic was created with (they win)
     scenario: str | None = None
     seed: int | None = None
     command: str | None = None
@@ -70,6 +71,31 @@ class RunMeta:
 
     def broker_ms(self, name: str, default: int) -> int:
         return int(self.broker_settings.get(name, default))
+
+    def setting(self, topic_key: str, *broker_keys: str) -> str | None:
+        """A log setting as the topic sees it: its own config, else the first broker synonym set, else None (Kafka's
+        default). Kafka resolves a topic config the same way (ServerTopicConfigSynonyms, LogConfig)."""
+        if topic_key in self.topic_settings:
+            return str(self.topic_settings[topic_key])
+        return next((str(self.broker_settings[k]) for k in broker_keys if k in self.broker_settings), None)
+
+    @property
+    def flush_interval_messages(self) -> int | None:
+        """flush.messages (broker: log.flush.interval.messages); None: Kafka's default, never by count."""
+        v = self.setting("flush.messages", "log.flush.interval.messages")
+        return None if v is None else int(v)
+
+    @property
+    def flush_interval_ms(self) -> int | None:
+        """flush.ms (broker: log.flush.interval.ms, else log.flush.scheduler.interval.ms); None: never by time."""
+        v = self.setting("flush.ms", "log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+        return None if v is None else int(v)
+
+    @property
+    def flush_check_ms(self) -> int | None:
+        """log.flush.scheduler.interval.ms: how often the flusher looks at flush.ms; None: never (the default)."""
+        v = self.broker_settings.get("log.flush.scheduler.interval.ms")
+        return None if v is None else int(v)
 
     @property
     def replica_lag_time_max_ms(self) -> int:
@@ -95,10 +121,9 @@ def load_meta(run_dir: Path) -> RunMeta:
     mode = raw.get("consumer_mode") or "assign"
     if mode not in ("assign", "subscribe"):
         raise HistoryError(f"{path}: consumer_mode must be 'assign' or 'subscribe', got {mode!r}")
-    settings = {str(k): v for k, v in (raw.get("broker_settings") or {}).items()}
-    unclean = raw.get("unclean_leader_election")
-    if unclean is None:
-        unclean = str(settings.get("unclean.leader.election.enable", "false")).lower() == "true"
+    settings = _settings(raw, "broker_settings", path)
+    topic_settings = _settings(raw, "topic_settings", path)
+    unclean = _unclean(raw, settings, topic_settings, path)
     elr = raw.get("elr_enabled")
     brokers, controllers = _node_ids(raw, "brokers", path), _node_ids(raw, "controllers", path)
     if set(brokers) & set(controllers):
@@ -110,6 +135,7 @@ def load_meta(run_dir: Path) -> RunMeta:
         topic=raw.get("topic") or "chaos", unclean_leader_election=bool(unclean),
         elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= ELR_DEFAULT_FROM,
         consumer_mode=mode, producers=tuple(raw.get("producers") or ()), broker_settings=settings,
+        topic_settings=topic_settings,
         scenario=raw.get("scenario"), seed=raw.get("seed"), command=raw.get("command"),
         start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers,
         drain=_drain(raw, path), interrupted=raw.get("interrupted") or None, duration_s=raw.get("duration_s"),
@@ -118,6 +144,32 @@ def load_meta(run_dir: Path) -> RunMeta:
 
 
 _FIELDS = set(RunMeta.__dataclass_fields__)
+
+
+def _settings(raw: dict, key: str, path: Path) -> dict:
+    settings = raw.get(key) or {}
+    if not isinstance(settings, dict):
+        raise HistoryError(f"{path}: key {key!r} must be an object of Kafka settings, got {settings!r}")
+    settings = {str(k): v for k, v in settings.items()}
+    if key == "topic_settings" and "min.insync.replicas" in settings \
+            and str(settings["min.insync.replicas"]) != str(raw["min_insync_replicas"]):
+        raise HistoryError(f"{path}: topic_settings' min.insync.replicas {settings['min.insync.replicas']} "
+                           f"disagrees with min_insync_replicas {raw['min_insync_replicas']}")
+    return settings
+
+
+def _unclean(raw: dict, broker: dict, topic: dict, path: Path) -> bool:
+    """unclean_leader_election, else the topic's setting, else the broker's (a topic setting wins, as in Kafka)."""
+    def flag(v) -> bool:
+        return str(v).lower() == "true"
+    key = "unclean.leader.election.enable"
+    recorded = raw.get("unclean_leader_election")
+    if recorded is not None and key in topic and flag(topic[key]) != bool(recorded):
+        raise HistoryError(f"{path}: topic_settings' {key} {topic[key]} disagrees with unclean_leader_election "
+                           f"{recorded}")
+    if recorded is not None:
+        return bool(recorded)
+    return flag(topic.get(key, broker.get(key, "false")))
 
 
 def _drain(raw: dict, path: Path) -> dict | None:

@@ -47,6 +47,9 @@ class ModelConfig:
     idempotent: tuple[bool, ...] = ()
     brokers: tuple[int, ...] = ()       # broker ids, the possible replicas; default 1..replication_factor
     controllers: tuple[int, ...] = ()   # dedicated KRaft controllers, the only voters; empty: the brokers vote
+    flush_interval_messages: int | None = None   # the topic's flush.messages; None: Kafka's default (Long.MAX)
+    flush_interval_ms: int | None = None         # the topic's flush.ms; None: never by time
+    flush_check_ms: int | None = None            # log.flush.scheduler.interval.ms; None: the flusher never runs
 
     @classmethod
     def from_meta(cls, meta: RunMeta, acks: tuple[str, ...] = (), idempotent: tuple[bool, ...] = ()):
@@ -58,7 +61,23 @@ class ModelConfig:
                    replica_lag_time_max_ms=meta.replica_lag_time_max_ms,
                    broker_session_timeout_ms=meta.broker_session_timeout_ms, acks=acks,
                    producers=tuple(meta.producers), idempotent=idem, brokers=tuple(meta.brokers),
-                   controllers=tuple(meta.controllers))
+                   controllers=tuple(meta.controllers), flush_interval_messages=meta.flush_interval_messages,
+                   flush_interval_ms=meta.flush_interval_ms, flush_check_ms=meta.flush_check_ms)
+
+    @property
+    def unflushed_ns(self) -> int:
+        """How old an acknowledged write can be and still be only in the page cache, i.e. lost to a power loss.
+
+        Kafka fsyncs a log in the append itself once flush.messages records are unflushed
+        (UnifiedLog.append: `if (localLog.unflushedMessages >= config.flushInterval) flush(false)`), before the
+        produce response: with flush.messages=1 every acked write is on disk. By time, LogManager.flushDirtyLogs
+        flushes a log older than flush.ms, but only when the flusher runs, every log.flush.scheduler.interval.ms
+        (Long.MAX by default: never). Otherwise the kernel writes dirty pages back within dirty_expire."""
+        if self.flush_interval_messages == 1:
+            return 0
+        if self.flush_interval_ms is not None and self.flush_check_ms is not None:
+            return min(DIRTY_EXPIRE_NS, (self.flush_interval_ms + self.flush_check_ms) * 1_000_000)
+        return DIRTY_EXPIRE_NS
 
     @property
     def unclean_honoured(self) -> bool:
@@ -76,6 +95,7 @@ class ModelConfig:
                 "unclean_honoured": self.unclean_honoured,
                 "replica_lag_time_max_ms": self.replica_lag_time_max_ms,
                 "broker_session_timeout_ms": self.broker_session_timeout_ms,
+                "flush_interval_messages": self.flush_interval_messages, "unflushed_ms": self.unflushed_ns // 1_000_000,
                 "brokers": list(self.brokers), "controllers": list(self.controllers)}
 
 

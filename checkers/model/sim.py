@@ -2,7 +2,7 @@
 minus what the final log kept, each lost piece blamed on the election where it left the partition."""
 from __future__ import annotations
 
-from checkers.model.config import ACKED, DIRTY_EXPIRE_NS, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
+from checkers.model.config import ACKED, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
 from checkers.model.replication import _Replication
 from checkers.model.windows import Window, _cut, _merge, _minus, _union
 
@@ -53,7 +53,7 @@ class _Sim(_Replication):
                 healed -= set(s.drops)
 
     def _lose_unflushed(self, n, t):
-        keep = t - DIRTY_EXPIRE_NS
+        keep = t - self.cfg.unflushed_ns
         for p, part in self.parts.items():
             if n in part.logs:
                 part.logs[n] = _cut(part.logs[n], keep)
@@ -131,7 +131,7 @@ class _Sim(_Replication):
 
     def _blame(self, p: int, epoch: int, a: int, b: int, t_el: int, chosen: str, unclean: bool):
         power = [n for t, n in self.power_losses
-                 if a - REPLICATION_SLACK_NS <= t <= min(t_el, b + DIRTY_EXPIRE_NS + REPLICATION_SLACK_NS)]
+                 if a - REPLICATION_SLACK_NS <= t <= min(t_el, b + self.cfg.unflushed_ns + REPLICATION_SLACK_NS)]
         if unclean:
             reason, acks = f"unclean election: {chosen} lacked writes of epoch {epoch}", ACKED
         elif power:

@@ -1,0 +1,149 @@
+"""What decides a chaos run: `RunOptions` (Jepsen's test map as a dataclass), validated before any container starts,
+and `command()`, the exact `kafka-chaos run ...` line that reproduces it (the same seed gives the same schedule).
+"""
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base.errors import UsageError
+from checkers.check import CheckSettings
+from cluster.config import ClusterConfig
+from cluster.settings import BROKER_FIELDS, check_topic_settings, conflict, typed
+from harness import scenarios
+from harness.cluster_options import ClusterChoice
+from workloads.profile import ProducerProfile
+
+DEFAULT_RESULTS = Path("results")
+DEFAULT_MIN_ISR = 2
+
+
+def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
+    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects."""
+    base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=2,
+                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000)
+    base.update(overrides)
+    return ClusterConfig(**base)
+
+
+@dataclass
+class RunOptions:
+    scenario: str
+    acks: str = "all"
+    min_isr: int | None = None               # None: --topic-config's, else --broker-config's, else 2
+    idempotence: bool | None = None          # None: on for acks=all (the Java client's default), else off
+    unclean: bool | None = None              # None: --topic-config's, else --broker-config's, else off
+    kafka_version: str | None = None
+    duration_s: float | None = None          # None: the scenario's default
+    rate: float | None = 2000.0              # sends per second (None: as fast as possible)
+    seed: int | None = None                  # None: drawn from the clock, then recorded
+    results: Path = DEFAULT_RESULTS
+    reuse_cluster: bool = False
+    cluster_name: str = "kafka-chaos"
+    keep_cluster: bool = False
+    consumers: int = 1
+    run_id: str | None = None
+    check: bool = True
+    stall_threshold_s: float = 2.0           # see checkers.check.CheckSettings
+    max_stall_s: float | None = None
+    live: bool | None = None                 # None: a live display on a terminal, log lines otherwise
+    extra_meta: dict = field(default_factory=dict)
+    cluster: ClusterChoice = field(default_factory=ClusterChoice)    # `run`'s cluster options (`cluster up`'s)
+    topic_config: dict[str, str] = field(default_factory=dict)      # --topic-config KEY=VALUE
+    engine: str = "spark"                                            # the checker's engine (`check --engine`)
+
+    def resolved(self) -> "RunOptions":
+        """Defaults filled in, and everything validated before any container starts."""
+        sc = scenarios.scenario(self.scenario)
+        if str(self.acks) not in ("0", "1", "all", "-1"):
+            raise UsageError(f"--acks {self.acks}: not a valid acks value", "use --acks 0, 1 or all")
+        self.acks = "all" if str(self.acks) in ("all", "-1") else str(self.acks)
+        if self.idempotence is None:
+            self.idempotence = self.acks == "all"
+        self._resolve_settings()
+        brokers = self.cluster_config("run").brokers     # bad cluster options or settings fail here too
+        if brokers < sc.replication_factor:
+            raise UsageError(f"--brokers {brokers}: {self.scenario}'s topic has {sc.replication_factor} replicas",
+                             f"use --brokers {sc.replication_factor} or more")
+        if not 1 <= self.min_isr <= sc.replication_factor:
+            raise UsageError(f"--min-isr {self.min_isr}: must be between 1 and the replication factor "
+                             f"{sc.replication_factor}", "use --min-isr 1, 2 or 3")
+        if self.duration_s is None:
+            self.duration_s = sc.duration_s
+        if self.duration_s <= 0:
+            raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
+        if self.seed is None:
+            self.seed = time.time_ns() % 1_000_000
+        self.profile().validate()
+        self.check_settings()                    # bad stall options fail before any container starts
+        sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
+        return self
+
+    def _resolve_settings(self) -> None:
+        """min ISR and unclean election from the flags, else the topic's settings, else the broker's (a topic
+        setting overrides the broker's, as in Kafka); a flag that contradicts a setting is refused."""
+        topic = check_topic_settings(self.topic_config)
+        self.min_isr = _pick("min.insync.replicas", self.min_isr, "--min-isr", topic, self.cluster.broker_config,
+                             DEFAULT_MIN_ISR)
+        self.unclean = _pick("unclean.leader.election.enable", self.unclean, "--unclean", topic,
+                             self.cluster.broker_config, False)
+
+    def topic_settings(self, cluster_topic_settings: dict[str, str] | None = None) -> dict[str, str]:
+        """The chaos topic's configs: a reused cluster's `cluster up --topic-config`, then the run's own."""
+        return dict(cluster_topic_settings or {}) | self.topic_config | {
+            "min.insync.replicas": str(self.min_isr), "unclean.leader.election.enable": str(self.unclean).lower()}
+
+    def cluster_config(self, name: str) -> ClusterConfig:
+        """The cluster a run starts: the chaos defaults, the run's min ISR and unclean flag, the cluster options."""
+        base = chaos_cluster_config(name, self.kafka_version, min_insync_replicas=self.min_isr,
+                                    unclean_leader_election=self.unclean)
+        return self.cluster.apply(base)
+
+    def check_settings(self):
+
+        return CheckSettings(stall_threshold_s=self.stall_threshold_s, max_stall_s=self.max_stall_s)
+
+    def profile(self):
+
+        return ProducerProfile(name="p0", acks=self.acks, idempotent=bool(self.idempotence), rate=self.rate)
+
+    def command(self) -> str:
+        """The exact command line that reproduces this run."""
+        parts = ["kafka-chaos", "run", self.scenario, "--acks", self.acks, "--min-isr", str(self.min_isr),
+                 "--idempotence" if self.idempotence else "--no-idempotence",
+                 "--unclean" if self.unclean else "--no-unclean",
+                 "--duration", f"{self.duration_s:g}", "--seed", str(self.seed)]
+        if self.kafka_version:
+            parts += ["--kafka-version", self.kafka_version]
+        parts += ["--rate", f"{self.rate:g}" if self.rate else "0"]
+        if self.stall_threshold_s != 2.0:
+            parts += ["--stall-threshold", f"{self.stall_threshold_s:g}"]
+        if self.max_stall_s is not None:
+            parts += ["--max-stall", f"{self.max_stall_s:g}"]
+        parts += self.cluster.argv()
+        for k, v in self.topic_config.items():
+            parts += ["--topic-config", f"{k}={v}"]
+        if self.engine != "spark":
+            parts += ["--engine", self.engine]
+        return shlex.join(parts)
+
+    def default_run_id(self) -> str:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        return f"{stamp}-{self.scenario}-acks{self.acks}-isr{self.min_isr}-s{self.seed}"
+
+
+def _pick(key: str, flag_value, flag: str, topic: dict, broker: dict[str, str], default):
+    """One setting from, in order: its flag, the topic's setting, the broker's, the default."""
+    shown = (flag if flag_value else f"--no-{flag[2:]}") if isinstance(flag_value, bool) else f"{flag} {flag_value}"
+    from_broker = typed(key, broker[key], BROKER_FIELDS[key][1], "--broker-config") if key in broker else None
+    if flag_value is not None:
+        for value, source in ((topic.get(key), "--topic-config"), (from_broker, "--broker-config")):
+            if value is not None and value != flag_value:
+                raise conflict(key, value, shown, source)
+        return flag_value
+    for value in (topic.get(key), from_broker):
+        if value is not None:
+            return value
+    return default
