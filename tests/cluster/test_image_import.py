@@ -32,3 +32,27 @@ def test_a_rootfs_is_imported_through_the_sdk_with_env_and_cmd(tmp_path):
         assert b"kafka-chaos\n" in data and b"etc/hello" in data
     finally:
         client.images.remove(tag, force=True)
+
+
+def test_a_registry_base_is_built_from_the_image_with_the_packages():
+    """The registry path (GitHub's runners) for real: here no registry answers, so the local debootstrapped base
+    stands in for debian:12-slim; the build runs apt-get against the Debian mirror like on a runner."""
+    from cluster.base_source import BaseRequest
+    from cluster.engine import docker_client
+    from cluster.image import BASE_REPO, ensure_base_image
+
+    client = docker_client()
+    local = next((t for img in client.images.list(name=BASE_REPO) for t in img.tags
+                  if img.labels.get("kafka-chaos.image") != "base"), None)
+    if local is None:
+        pytest.skip("no debootstrapped base image here to stand in for a registry image (run kafka-chaos setup)")
+    tag = ensure_base_image(client, BaseRequest(base_image=local))
+    try:
+        assert tag.startswith(f"{BASE_REPO}:bookworm-") and tag != local
+        img = client.images.get(tag)
+        assert img.labels["kafka-chaos.image"] == "base" and f"JAVA_HOME={JAVA_HOME}" in img.attrs["Config"]["Env"]
+        script = "java -version 2>&1 | head -1; for c in iptables ip ps; do command -v $c; done"
+        out = client.containers.run(tag, ["sh", "-c", script], remove=True).decode()
+        assert "openjdk version \"17" in out and "/iptables" in out and "/ps" in out
+    finally:
+        client.images.remove(tag, force=True)
