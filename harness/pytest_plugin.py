@@ -1,31 +1,87 @@
 """pytest plugin (entry point pytest11): chaos scenarios as tests.
 
-Options: --kafka-version, --chaos-duration, --chaos-seed, --results-dir, --keep-cluster, --chaos-suite.
+Options, all `--chaos-*` and named as `kafka-chaos run` names them: --chaos-kafka-version, --chaos-results,
+--chaos-keep-cluster, --chaos-broker-config, --chaos-topic-config, --chaos-duration, --chaos-seed, --chaos-suite,
+--chaos-shard (the old --kafka-version, --results-dir and --keep-cluster still work, hidden, with a warning).
 Fixtures: `chaos_cluster` (one cluster per session, reset between tests: faults healed, topics deleted),
 `nemesis` (faults against it, healed after the test), `chaos_run` (a whole scenario run on it, its verdict and
-report attached to the test's report). Marker: `chaos`. A chaos test fails only on a violation: something the ISR
-model says the configuration cannot do. Predicted losses are reported, not failed.
+report attached to the test's report). Markers: `chaos`, and `chaos_quick` for the quick subset (the old `quick`
+still counts, with a warning). A chaos test fails only on a violation: something the ISR model says the
+configuration cannot do. Predicted losses are reported, not failed.
 """
 from __future__ import annotations
 
+import argparse
+import os
 from pathlib import Path
 
 import pytest
 
-QUICK = "quick"
+QUICK = "quick"                  # --chaos-suite's value
+QUICK_MARK = "chaos_quick"
+OLD_QUICK_MARK = "quick"
+# today's option -> its old spelling, kept as a hidden alias that warns
+RENAMED = {"--chaos-kafka-version": "--kafka-version", "--chaos-results": "--results-dir",
+           "--chaos-keep-cluster": "--keep-cluster"}
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("kafka-chaos")
-    group.addoption("--kafka-version", default=None, help="Kafka release for chaos tests (default: newest 4.x)")
+    group.addoption("--chaos-kafka-version", default=None, metavar="V",
+                    help="Kafka release for chaos tests (default: newest 4.x)")
     group.addoption("--chaos-duration", type=float, default=None, help="seconds of workload per scenario")
     group.addoption("--chaos-seed", type=int, default=None, help="seed of fault schedules (default: per test)")
-    group.addoption("--results-dir", default=None, help="where run results go (default results/)")
-    group.addoption("--keep-cluster", action="store_true", help="leave the chaos cluster running at the end")
+    group.addoption("--chaos-results", default=None, metavar="DIR", help="where run results go (default results/)")
+    group.addoption("--chaos-keep-cluster", action="store_true", help="leave the chaos cluster running at the end")
+    group.addoption("--chaos-broker-config", action="append", default=None, metavar="KEY=VALUE",
+                    help="a broker setting for the session's cluster (repeatable), as `run --broker-config`")
+    group.addoption("--chaos-topic-config", action="append", default=None, metavar="KEY=VALUE",
+                    help="a topic setting for every chaos run's topic (repeatable), as `run --topic-config`")
+    for new, old in RENAMED.items():
+        flag = {"action": "store_const", "const": True} if new == "--chaos-keep-cluster" else {}
+        group.addoption(old, dest=_old_dest(old), default=None, help=argparse.SUPPRESS, **flag)
     group.addoption("--chaos-shard", metavar="K/N", type=_shard, default=None,
                     help="run only the K-th of N deterministic shards of the chaos tests (e.g. 3/14; CI's job matrix)")
     group.addoption("--chaos-suite", choices=("quick", "full"), default=QUICK,
-                    help="quick: the chaos tests marked quick (CI); full: the whole scenario x profile matrix")
+                    help="quick: the chaos tests marked chaos_quick (CI); full: the whole scenario x profile matrix")
+
+
+def _old_dest(flag: str) -> str:
+    return "chaos_old_" + flag.lstrip("-").replace("-", "_")
+
+
+def _adopt_old_spellings(config) -> None:
+    """An old option spelling sets today's option (unless that was given too) and warns."""
+    for new, old in RENAMED.items():
+        value = config.getoption(_old_dest(old))
+        if value is None:
+            continue
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(
+            f"kafka-chaos: {old} is deprecated; use {new}"), stacklevel=2)
+        dest = new.lstrip("-").replace("-", "_")
+        if not getattr(config.option, dest):
+            setattr(config.option, dest, value)
+
+
+def _settings(config) -> tuple[dict[str, str], dict[str, str]]:
+    """--chaos-broker-config and --chaos-topic-config, checked once at start-up (a pytest usage error if bad)."""
+    from base.errors import HarnessError
+    from cluster.settings import check_topic_settings, parse_settings
+
+    try:
+        broker = parse_settings(config.getoption("--chaos-broker-config"), "--chaos-broker-config")
+        topic = parse_settings(config.getoption("--chaos-topic-config"), "--chaos-topic-config")
+        check_topic_settings(topic)
+        from harness.cluster_options import ClusterChoice
+        from harness.runner import chaos_cluster_config
+
+        ClusterChoice(broker_config=broker).apply(chaos_cluster_config("pytest"))
+    except HarnessError as e:
+        raise pytest.UsageError(f"{e.cause}; {e.remedy}") from None
+    return broker, topic
+
+
+_SETTINGS = pytest.StashKey[tuple]()
 
 
 def pytest_configure(config):
@@ -34,16 +90,29 @@ def pytest_configure(config):
 
         config.pluginmanager.register(ShardSelection(*config.getoption("--chaos-shard")), "kafka-chaos-shard")
     config.addinivalue_line("markers", "chaos: a fault scenario run end to end against a real cluster")
-    config.addinivalue_line("markers", "quick: a chaos test that belongs to the quick subset run in CI")
+    config.addinivalue_line("markers", f"{QUICK_MARK}: a chaos test that belongs to the quick subset run in CI")
+    config.addinivalue_line("markers", f"{OLD_QUICK_MARK}: deprecated spelling of {QUICK_MARK}")
+    _adopt_old_spellings(config)
+    config.stash[_SETTINGS] = _settings(config)
+
+
+def _quick(item) -> bool:
+    if item.get_closest_marker(QUICK_MARK):
+        return True
+    if item.get_closest_marker(OLD_QUICK_MARK):
+        item.warn(pytest.PytestDeprecationWarning(f"the marker '{OLD_QUICK_MARK}' is deprecated; use "
+                                                  f"@pytest.mark.{QUICK_MARK}"))
+        return True
+    return False
 
 
 def pytest_collection_modifyitems(config, items):
-    """Outside the full suite, chaos tests not marked quick are deselected (not skipped: they are not run)."""
+    """Outside the full suite, chaos tests not marked chaos_quick are deselected (not skipped: they are not run)."""
     if config.getoption("--chaos-suite") == "full":
         return
     keep, drop = [], []
     for item in items:
-        (drop if item.get_closest_marker("chaos") and not item.get_closest_marker("quick") else keep).append(item)
+        (drop if item.get_closest_marker("chaos") and not _quick(item) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -57,23 +126,26 @@ def _shard(text: str) -> tuple[int, int]:
 
 @pytest.fixture(scope="session")
 def chaos_cluster(request):
-    """The session's chaos cluster; with --keep-cluster it is left running (and reused next time)."""
+    """The session's chaos cluster, with --chaos-broker-config applied; with --chaos-keep-cluster it is left
+    running (and reused next time, if it has those settings)."""
     from base.errors import UsageError
     from cluster.kafka_cluster import KafkaCluster
+    from harness.cluster_options import ClusterChoice
     from harness.runner import chaos_cluster_config
 
-    keep = request.config.getoption("--keep-cluster")
-    version = request.config.getoption("--kafka-version")
+    keep = request.config.getoption("--chaos-keep-cluster")
+    version = request.config.getoption("--chaos-kafka-version")
+    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0])
     name = "kafka-chaos-pytest"
     if keep:
         try:
             cluster = KafkaCluster.attach(name)
         except UsageError:
-            cluster = KafkaCluster(chaos_cluster_config(name, version), persistent=True).up()
+            cluster = KafkaCluster(choice.apply(chaos_cluster_config(name, version)), persistent=True).up()
+        else:
+            choice.check_matches(cluster.config)
     else:
-        import os
-
-        cluster = KafkaCluster(chaos_cluster_config(f"pytest{os.getpid()}", version)).up()
+        cluster = KafkaCluster(choice.apply(chaos_cluster_config(f"pytest{os.getpid()}", version))).up()
     yield cluster
     if not keep:
         cluster.down()
@@ -99,10 +171,11 @@ def chaos_run(request, chaos_cluster):
     from nemesis.control import sweep
 
     cfg = request.config
-    results = Path(cfg.getoption("--results-dir") or "results")
+    results = Path(cfg.getoption("--chaos-results") or "results")
     made = []
 
     def _run(scenario: str, **kwargs):
+        kwargs.setdefault("topic_config", dict(cfg.stash[_SETTINGS][1]))
         opts = RunOptions(scenario=scenario, results=results, kafka_version=chaos_cluster.version, live=False,
                           **kwargs)
         if cfg.getoption("--chaos-duration") is not None:
@@ -163,10 +236,18 @@ def pytest_runtest_makereport(item, call):
     extras = getattr(report, "extras", [])
     for r in results:
         if r.report:
-            extras.append(pytest_html.extras.url(str(Path(r.report).resolve()), name="loss report"))
+            extras.append(pytest_html.extras.url(report_link(r.report, item.config), name="loss report"))
         if r.verdict:
             extras.append(pytest_html.extras.json(r.verdict, name="verdict"))
     report.extras = extras
+
+
+def report_link(report: Path | str, config) -> str:
+    """The run's report.html relative to the pytest-html page (`--html`), so the link survives the results being
+    moved together (a CI artifact); relative to the working directory without --html."""
+    html = getattr(config.option, "htmlpath", None)
+    base = Path(html).resolve().parent if html else Path.cwd()
+    return Path(os.path.relpath(Path(report).resolve(), base)).as_posix()
 
 
 def pytest_report_teststatus(report, config):

@@ -13,7 +13,7 @@ import docker
 from cluster.kafka_cluster import LABEL
 from tests.interrupt import like_a_terminal
 
-pytestmark = [pytest.mark.chaos, pytest.mark.quick]
+pytestmark = [pytest.mark.chaos, pytest.mark.chaos_quick]
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -21,7 +21,7 @@ def _params():
         for acks, min_isr, unclean in PROFILES:
             marks = [pytest.mark.chaos]
             if (name, acks, min_isr, unclean) in QUICK:
-                marks.append(pytest.mark.quick)
+                marks.append(pytest.mark.chaos_quick)
             test_id = f"{name}-acks={acks}-min_isr={min_isr}" + ("-unclean" if unclean else "")
             yield pytest.param(name, acks, min_isr, unclean, id=test_id, marks=marks)
 
