@@ -1,17 +1,20 @@
-"""Benchmark (not a test): `kafka-chaos check` on Spark against the single-process pandas implementation.
+"""Benchmark (not a test): `kafka-chaos check` on Spark against DuckDB running the same definitions.
 
-For each size it writes a synthetic results directory (once; reused when present), then times
-  spark:  `kafka-chaos check DIR --force` in a fresh process, end to end, Spark start included;
-  pandas: `kafka-chaos check DIR --force --engine pandas` in a fresh process (the same definitions, vectorised
-          in one process);
-and prints both wall times, their ratio, and each run's peak memory: the largest sum of the resident set sizes of
-the checker process and all its descendants (for Spark: Python plus the JVM it launches), sampled from /proc
+For each size it writes a synthetic results directory (once; reused when present), then times, each in a fresh
+process, end to end:
+  spark:  `kafka-chaos check DIR --force` (Spark start, model, judge and verdict included);
+  duckdb: `python bench/duckdb_reference.py DIR`, the anomaly definitions in DuckDB SQL on all cores, with the
+          same ISR model for the breach windows (the yardstick of issue 11: what a user would reach for instead);
+          after a check, it also compares its counts with the verdict.json just written (exit 1 if they differ);
+  pandas: `kafka-chaos check DIR --force --engine pandas` (optional: the single-process reference);
+and prints the wall times, the ratio spark/duckdb, and each run's peak memory: the largest sum of the resident set
+sizes of the process and all its descendants (for Spark: Python plus the JVM it launches), sampled from /proc
 every 100 ms. ru_maxrss alone would miss the JVM, which is a grandchild.
-Targets on a 2-core machine: 10M sends within 2x the pandas time; 100M sends without exhausting 24 GiB.
+Target on a 2-core machine: Spark within 2x of DuckDB on 10M sends; 100M sends within 12 GiB for the whole tree.
 
-    python bench/check_bench.py                  # 1M and 10M
-    python bench/check_bench.py --sizes 1e6      # one size
-    python bench/check_bench.py --sizes 1e8 --skip-pandas
+    python bench/check_bench.py                            # 1M and 10M, Spark and DuckDB
+    python bench/check_bench.py --sizes 1e7 --engines duckdb
+    python bench/check_bench.py --sizes 1e6 --engines spark duckdb pandas
 """
 from __future__ import annotations
 
@@ -76,42 +79,60 @@ def timed(cmd: list[str]) -> tuple[float, int, float]:
     return wall, rc, peak / 2**30
 
 
-def ensure_run(root: Path, sends: int) -> Path:
+def ensure_run(root: Path, sends: int, partitions: int) -> Path:
     from history.synthetic import write_synthetic_run
-    run = root / f"bench-{sends}"
+    run = root / f"bench-{sends}-p{partitions}"
     if not (run / "meta.json").exists():
         t = time.perf_counter()
-        write_synthetic_run(run, sends=sends, partitions=3, seed=0, faults=True)
+        write_synthetic_run(run, sends=sends, partitions=partitions, seed=0, faults=True)
         print(f"generated {sends:,} sends in {time.perf_counter() - t:.1f} s -> {run}", flush=True)
     return run
+
+
+ENGINES = ("spark", "duckdb", "pandas")
+
+
+def command(engine: str, run: Path, compare: bool = False) -> list[str]:
+    """compare: DuckDB also checks its counts against the verdict.json the check timed before it just wrote (exit 1
+    if they differ), so each benchmark row also says both engines found the same."""
+    if engine == "duckdb":
+        return [sys.executable, str(Path(__file__).with_name("duckdb_reference.py")), str(run)] + \
+            (["--compare-verdict"] if compare else [])
+    cli = [sys.executable, "-m", "harness.cli", "check", str(run), "--force"]
+    return cli + (["--engine", "pandas"] if engine == "pandas" else [])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", default=["1e6", "1e7"], help="numbers of sends")
-    ap.add_argument("--root", default="/tmp/kafka-chaos-bench", help="where the synthetic runs are written")
-    ap.add_argument("--skip-pandas", action="store_true", help="time only Spark (e.g. 100M sends)")
+    ap.add_argument("--partitions", type=int, default=12, help="partitions of the synthetic runs (default 12, as "
+                    "bench/ab_check.sh's 10M file)")
+    ap.add_argument("--root", default="/tmp/kafka-chaos-bench", help="where the synthetic runs are written "
+                    "(bench-<sends>-p<partitions>, reused when present)")
+    ap.add_argument("--engines", nargs="+", choices=ENGINES, default=["spark", "duckdb"],
+                    help="what to time (default spark duckdb; add pandas for the single-process reference)")
     args = ap.parse_args()
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
-    cli = [sys.executable, "-m", "harness.cli"]
     results = []
     for size in (int(float(s)) for s in args.sizes):
-        run = ensure_run(root, size)
-        row = {"sends": size, "load_before": round(load_average(), 1)}
-        spark_s, rc_s, rss_s = timed(cli + ["check", str(run), "--force"])
-        row.update(spark_s=round(spark_s, 1), spark_exit=rc_s, spark_peak_rss_gib=round(rss_s, 2))
-        if not args.skip_pandas:
-            pandas_s, rc_p, rss_p = timed(cli + ["check", str(run), "--force", "--engine", "pandas"])
-            row.update(pandas_s=round(pandas_s, 1), pandas_exit=rc_p, pandas_peak_rss_gib=round(rss_p, 2),
-                       ratio_spark_over_pandas=round(spark_s / pandas_s, 2))
+        run = ensure_run(root, size, args.partitions)
+        row = {"sends": size, "partitions": args.partitions, "load_before": round(load_average(), 1)}
+        for i, engine in enumerate(args.engines):
+            checked = any(e != "duckdb" for e in args.engines[:i])
+            wall, rc, rss = timed(command(engine, run, compare=checked))
+            row.update({f"{engine}_s": round(wall, 1), f"{engine}_exit": rc, f"{engine}_peak_rss_gib": round(rss, 2)})
+        if "spark_s" in row and "duckdb_s" in row:
+            row["ratio_spark_over_duckdb"] = round(row["spark_s"] / row["duckdb_s"], 2)
         row["load_after"] = round(load_average(), 1)
         print(json.dumps(row), flush=True)
         results.append(row)
-    print("\n      sends   spark s  pandas s   ratio  spark GiB  pandas GiB  load before/after")
+    print("\n      sends   spark s  duckdb s  spark/duckdb  pandas s  spark GiB  duckdb GiB  pandas GiB"
+          "  load before/after")
     for r in results:
-        print(f"{r['sends']:>11,}  {r['spark_s']:>8}  {r.get('pandas_s', '-'):>8}  "
-              f"{r.get('ratio_spark_over_pandas', '-'):>6}  {r['spark_peak_rss_gib']:>9}  "
+        print(f"{r['sends']:>11,}  {r.get('spark_s', '-'):>8}  {r.get('duckdb_s', '-'):>8}  "
+              f"{r.get('ratio_spark_over_duckdb', '-'):>12}  {r.get('pandas_s', '-'):>8}  "
+              f"{r.get('spark_peak_rss_gib', '-'):>9}  {r.get('duckdb_peak_rss_gib', '-'):>10}  "
               f"{r.get('pandas_peak_rss_gib', '-'):>10}  {r['load_before']}/{r['load_after']}")
     return 0
 
