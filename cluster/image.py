@@ -26,7 +26,10 @@ from base.paths import DOCKER_CONTEXT, cache_dir
 from base.progress import Step, step
 from cluster.base_source import (
     DEBOOTSTRAP,
+    DEFAULT_MIRROR,
+    DEFAULT_SUITE,
     MIRROR_ENV,
+    REGISTRY,
     BasePlan,
     BaseRequest,
     choose_base,
@@ -65,7 +68,8 @@ def plan_base(client: docker.DockerClient, request: BaseRequest | None = None, r
 
 
 def _registry_error(client: docker.DockerClient, image: str) -> str | None:
-    if _image_exists(client, image):
+    """None if `image` is here, or the base built from it is (CI loads that from its cache), or it can be pulled."""
+    if _image_exists(client, image) or _image_exists(client, base_tag(BasePlan(REGISTRY, DEFAULT_SUITE, image, ""))):
         return None
     try:
         client.images.pull(image)
@@ -112,6 +116,12 @@ def ensure_base_image(client: docker.DockerClient, request: BaseRequest | None =
     if plan.method == DEBOOTSTRAP:
         _debootstrap_base(client, plan, tag)
     else:
+        error = _registry_error(client, plan.source)
+        if error:
+            raise EnvironmentProblem(
+                f"the base image {plan.source} is not here and cannot be pulled ({error})",
+                "make the registry reachable, or unset --base-image / KAFKA_CHAOS_BASE_IMAGE to debootstrap from a "
+                f"Debian mirror (--debian-mirror, default {DEFAULT_MIRROR})")
         packages = " ".join(BASE_PACKAGES)
         dockerfile = REGISTRY_DOCKERFILE.format(image=plan.source, packages=packages, java_home=JAVA_HOME)
         with step(f"building {tag} from {plan.source}") as s:

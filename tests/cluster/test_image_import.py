@@ -56,3 +56,16 @@ def test_a_registry_base_is_built_from_the_image_with_the_packages():
         assert "openjdk version \"17" in out and "/iptables" in out and "/ps" in out
     finally:
         client.images.remove(tag, force=True)
+
+
+def test_a_base_image_that_cannot_be_pulled_is_named_with_cause_and_remedy():
+    from base.errors import EnvironmentProblem
+    from cluster.base_source import BaseRequest
+    from cluster.engine import docker_client
+    from cluster.image import ensure_base_image
+
+    with pytest.raises(EnvironmentProblem) as e:
+        ensure_base_image(docker_client(), BaseRequest(base_image="kafka-chaos-no-such/image:0"))
+    assert e.value.exit_code == 2
+    assert "kafka-chaos-no-such/image:0 is not here and cannot be pulled" in e.value.cause
+    assert "--debian-mirror" in e.value.remedy
