@@ -10,6 +10,7 @@ import pytest
 from cluster.kafka_cluster import KafkaCluster
 from harness.cli import main
 from tests.conftest import TEST_VERSION
+from tests.schemas import validate_run
 
 pytestmark = pytest.mark.cluster
 
@@ -43,6 +44,7 @@ def test_a_run_applies_records_and_models_the_users_broker_and_topic_settings(tm
         subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", name],
                        capture_output=True, timeout=120)
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    validate_run(run_dir)                                 # topic_settings is part of the published meta schema
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["broker_settings"]["replica.lag.time.max.ms"] == "7000"
     assert meta["broker_settings"]["log.cleaner.enable"] == "false"

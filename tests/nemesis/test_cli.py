@@ -14,6 +14,8 @@ def test_list_describes_every_fault_on_one_line(capsys):
     assert main(["nemesis", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == registry.names()
+    leader_kill = next(line for line in lines if line.startswith("leader-kill "))
+    assert leader_kill.endswith("(alias: kill-leader)")          # the old verb-first name, still accepted
 
 
 def test_unknown_fault_exits_2_with_the_remedy(capsys):
