@@ -44,8 +44,8 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
     p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                    help="any broker setting, on every node (repeatable), e.g. log.flush.interval.messages=1")
     p.add_argument("--topic-config", action="append", metavar="KEY=VALUE",
-                   help="any topic setting for the chaos topic (repeatable; overrides the broker's, as in Kafka), "
-                        "e.g. min.insync.replicas=2")
+                   help="any topic setting for the chaos topic (repeatable; overrides the broker's, as in Kafka; "
+                        "on `cluster up`: for every run's topic, under the run's own), e.g. flush.messages=1")
 
 
 def explicit_flags(min_isr: int | None, unclean: bool | None) -> dict[str, tuple[object, str]]:

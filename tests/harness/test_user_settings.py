@@ -160,3 +160,23 @@ def test_with_every_write_flushed_a_power_loss_of_every_replica_loses_nothing():
     assert model().durability(0, T0 + 90 * S, "all")[0] == "at_risk"          # page cache only: gone
     flushed = model(flush_interval_messages=1)
     assert all(flushed.durability(0, T0 + t * S, "all")[0] == "guaranteed" for t in range(0, 300, 5))
+
+
+def test_run_takes_every_option_cluster_up_takes():
+    from harness.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "run" in a.choices)
+    up = next(a for a in sub.choices["cluster"]._actions if hasattr(a, "choices") and a.choices).choices["up"]
+
+    def flags(p):
+        return {f for a in p._actions for f in a.option_strings}
+    assert flags(up) - flags(sub.choices["run"]) == set()
+    assert {"--brokers", "--controllers", "--image", "--broker-config", "--topic-config"} <= flags(sub.choices["run"])
+    assert "--engine" in flags(sub.choices["run"]) and "--engine" in flags(sub.choices["check"])
+
+
+def test_a_reused_clusters_topic_settings_come_under_the_runs_own():
+    opts = RunOptions("leader-kill", seed=1, topic_config={"flush.messages": "1"}).resolved()
+    settings = opts.topic_settings({"flush.messages": "1000", "retention.ms": "60000", "min.insync.replicas": "3"})
+    assert settings == {"flush.messages": "1", "retention.ms": "60000", "min.insync.replicas": "2",
+                        "unclean.leader.election.enable": "false"}
