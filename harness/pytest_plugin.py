@@ -72,10 +72,11 @@ def _settings(config) -> tuple[dict[str, str], dict[str, str]]:
         broker = parse_settings(config.getoption("--chaos-broker-config"), "--chaos-broker-config")
         topic = parse_settings(config.getoption("--chaos-topic-config"), "--chaos-topic-config")
         check_topic_settings(topic)
-        from harness.cluster_options import ClusterChoice
-        from harness.runner import chaos_cluster_config
+        if broker:                         # bad values of the settings the harness reads, before any cluster starts
+            from harness.cluster_options import ClusterChoice
+            from harness.run_options import chaos_cluster_config
 
-        ClusterChoice(broker_config=broker).apply(chaos_cluster_config("pytest"))
+            ClusterChoice(broker_config=broker).apply(chaos_cluster_config("pytest"))
     except HarnessError as e:
         raise pytest.UsageError(f"{e.cause}; {e.remedy}") from None
     return broker, topic
