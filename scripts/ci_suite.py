@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 COUNTS = ("tests", "failures", "errors", "skipped")
-STATUS_MARK = {"valid": "✅ valid", "invalid": "❌ invalid", "incomplete": "⚠️ no verdict"}
+STATUS_MARK = {"valid": "✅ valid", "invalid": "❌ invalid", "incomplete": "⚠️ no verdict",
+               "unusable": "⚠️ unreadable"}
 
 
 def merge_junit(out: Path, inputs: list[Path]) -> dict[str, int]:
@@ -44,20 +45,25 @@ def merge_junit(out: Path, inputs: list[Path]) -> dict[str, int]:
     return totals
 
 
+def _status(outcome: dict) -> str:
+    """The verdict's status (valid, invalid, incomplete); a run the checker could not read is `unusable`."""
+    return (outcome.get("verdict") or {}).get("status") or "unusable"
+
+
 def summary(outcomes: list[dict]) -> str:
     """Markdown: the counts by status, then one row per run (violations first)."""
     by_status: dict[str, int] = {}
     for o in outcomes:
-        by_status[o.get("status") or "unusable"] = by_status.get(o.get("status") or "unusable", 0) + 1
+        by_status[_status(o)] = by_status.get(_status(o), 0) + 1
     lines = ["## Nightly chaos suite", "",
              f"{len(outcomes)} runs re-checked together on Spark: "
              + ", ".join(f"{n} {STATUS_MARK.get(s, s)}" for s, n in sorted(by_status.items())), "",
              "| run | verdict | violations | lost / lost_after_read | model disagreements |", "|---|---|---|---|---|"]
     order = {"invalid": 0, "incomplete": 1, "unusable": 2, "valid": 3}
-    for o in sorted(outcomes, key=lambda o: (order.get(o.get("status") or "unusable", 2), o.get("run_id") or "")):
+    for o in sorted(outcomes, key=lambda o: (order.get(_status(o), 2), o.get("run_id") or "")):
         v = o.get("verdict") or {}
         anomalies = v.get("anomalies") or {}
-        status = o.get("status") or "unusable"
+        status = _status(o)
         verdict = STATUS_MARK.get(status, status) + (f" ({o['error']})" if o.get("error") else "")
         lines.append(f"| `{o.get('run_id')}` | {verdict} | {len(v.get('violations') or [])} | "
                      f"{anomalies.get('lost', 0)} / {anomalies.get('lost_after_read', 0)} | "

@@ -116,11 +116,12 @@ def test_merge_junit_sums_the_shards_and_names_a_broken_file(tmp_path):
 
 
 def test_summary_lists_violations_first(tmp_path):
-    outcomes = [
-        {"run_id": "b-valid", "status": "valid", "exit_code": 0, "error": None,
-         "verdict": {"anomalies": {"lost": 12}, "violations": [], "model_disagreements": []}},
-        {"run_id": "a-invalid", "status": "invalid", "exit_code": 1, "error": None,
-         "verdict": {"anomalies": {"lost": 3, "lost_after_read": 2}, "violations": [{}, {}],
+    outcomes = [   # as `kafka-chaos check --json` prints them
+        {"run_id": "b-valid", "status": "checked", "exit_code": 0, "error": None,
+         "verdict": {"status": "valid", "anomalies": {"lost": 12}, "violations": [], "model_disagreements": []}},
+        {"run_id": "c-broken", "status": "unusable", "exit_code": 2, "error": "no meta.json", "verdict": None},
+        {"run_id": "a-invalid", "status": "checked", "exit_code": 1, "error": None,
+         "verdict": {"status": "invalid", "anomalies": {"lost": 3, "lost_after_read": 2}, "violations": [{}, {}],
                      "model_disagreements": [{}]}},
     ]
     (tmp_path / "v.json").write_text(json.dumps(outcomes))
@@ -128,5 +129,7 @@ def test_summary_lists_violations_first(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     rows = [line for line in out.stdout.splitlines() if line.startswith("| `")]
-    assert rows == ["| `a-invalid` | ❌ invalid | 2 | 3 / 2 | 1 |", "| `b-valid` | ✅ valid | 0 | 12 / 0 | 0 |"]
-    assert "2 runs re-checked together on Spark: 1 ❌ invalid, 1 ✅ valid" in out.stdout
+    assert rows == ["| `a-invalid` | ❌ invalid | 2 | 3 / 2 | 1 |",
+                    "| `c-broken` | ⚠️ unreadable (no meta.json) | 0 | 0 / 0 | 0 |",
+                    "| `b-valid` | ✅ valid | 0 | 12 / 0 | 0 |"]
+    assert "3 runs re-checked together on Spark: 1 ❌ invalid, 1 ⚠️ unreadable, 1 ✅ valid" in out.stdout
