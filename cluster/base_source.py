@@ -8,8 +8,10 @@ Ubuntu-like sources files:
 1. `--base-image IMAGE` (or KAFKA_CHAOS_BASE_IMAGE): that registry image;
 2. `--debian-mirror URL` (or KAFKA_CHAOS_DEBIAN_MIRROR): debootstrap from that mirror;
 3. a Debian host whose apt sources name a Debian mirror: debootstrap from it (what apt already reaches);
-4. any other host: the registry image debian:12-slim if the registry answers, else debootstrap bookworm from
+4. any other host: the registry image debian:12-slim if the registry answers, else debootstrap from
    http://deb.debian.org/debian.
+
+The suite is always bookworm (Debian 12), whatever the host runs: the broker needs its openjdk-17.
 """
 from __future__ import annotations
 
@@ -116,7 +118,7 @@ def host_debian_mirror(host: HostApt) -> str | None:
 def choose_base(host: HostApt, request: BaseRequest, registry_error: Callable[[str], str | None]) -> BasePlan:
     """The plan for the base image. `registry_error(image)` is asked only when the choice depends on it: None
     when the image is present or could be pulled, else why not."""
-    suite = host.codename if host.os_id == "debian" and host.codename else DEFAULT_SUITE
+    suite = DEFAULT_SUITE           # whatever the host runs: the image needs openjdk-17, which trixie no longer has
     if request.base_image:
         return BasePlan(REGISTRY, DEFAULT_SUITE, request.base_image, "--base-image / KAFKA_CHAOS_BASE_IMAGE names it")
     if request.mirror:

@@ -117,6 +117,15 @@ def test_debian_host_uses_its_own_mirror_and_never_asks_the_registry(tmp_path):
                             "this Debian host's apt sources name http://ftp.de.debian.org/debian")
 
 
+def test_a_newer_debian_host_still_gets_bookworm_from_its_mirror(tmp_path):
+    """trixie has no openjdk-17: the base stays Debian 12 whatever the host runs; the host's mirror serves it."""
+    os_release = DEBIAN_OS_RELEASE.replace("bookworm", "trixie")
+    sources = DEBIAN_DEB822.replace("bookworm", "trixie")
+    root = host_root(tmp_path, os_release, {"sources.list.d/debian.sources": sources})
+    plan = choose_base(read_host_apt(root), BaseRequest(), must_not_ask)
+    assert (plan.method, plan.suite, plan.source) == (DEBOOTSTRAP, "bookworm", "http://ftp.de.debian.org/debian")
+
+
 def test_debian_host_with_mirror_file_sources_falls_back_like_any_other_host(tmp_path):
     one_line = "deb mirror+file:/etc/apt/mirrors.txt bookworm main\ndeb http://deb.debian.org/debian-security x main\n"
     plan = choose_base(read_host_apt(host_root(tmp_path, DEBIAN_OS_RELEASE, {"sources.list": one_line})),
