@@ -1,70 +1,41 @@
 """The anomaly definitions on Spark, over one run or many at once: run the queries, assemble the instance rows.
 
-The histories never come back to the driver. What does: per-run summaries (a few rows), 100 ms availability
-buckets, the candidate values of the per-value kinds, the send columns of those candidates, and the (usually
-empty) divergent positions, min.insync breaches and consumer gaps. Instance rows are then put together in pandas,
-in the shape of checkers.instances, so they compare row for row with the pandas reference.
+The histories never come back to the driver. What does: per-run summaries (a few rows), availability islands,
+the candidate values of the per-value kinds, the send columns of those candidates, and the (usually empty)
+divergent positions, min.insync breaches and consumer gaps. Instance rows are then put together in pandas, in the
+shape of checkers.instances, so they compare row for row with the pandas reference.
 """
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from checkers import instances
+from checkers import spark_divergent as divergent
+from checkers import spark_hub as hub
 from checkers import spark_queries as q
 from checkers.availability import BUCKET_NS, NEVER
 from checkers.findings import Findings
 from checkers.reference import Counts
+from checkers.spark_collect import (
+    READ_COLUMNS,
+    SEND_COLUMNS,
+    instance_rows,
+    load,
+    row_count,
+    shuffle_partitions,
+    to_pandas,
+)
 
-SEND_COLUMNS = {"op_id": "long", "process": "int", "producer": "string", "acks": "string", "idempotent": "boolean",
-                "value": "string", "partition": "int", "offset": "long", "outcome": "string",
-                "t_invoke_ns": "long", "t_complete_ns": "long"}
-READ_COLUMNS = {"consumer": "string", "seq": "long", "phase": "string", "partition": "int", "offset": "long",
-                "value": "string", "t_ns": "long"}
-ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows: hash maps that fit, few tasks
+ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows per task in the value exchange
 PER_VALUE_KINDS = ("lost", "failed_read", "recovered", "offset_mismatch", "nonmonotonic_send")
 PER_POSITION_KINDS = ("duplicate", "phantom")     # rows at the value's first read position
 SEND_FIELDS = ["producer", "process", "op_id", "acks", "idempotent", "t_invoke_ns", "t_complete_ns"]
 
 __all__ = ["Findings", "find_anomalies_spark"]
-
-
-def _load(spark: SparkSession, runs: dict[str, Path], name: str, columns: dict[str, str]) -> DataFrame:
-    """One file of every run, read straight from Parquet, with `run` (the run's index) on every row.
-
-    The schema is given rather than inferred (inference is one more Spark job per file); the files were
-    validated against the same schema before, so only the columns used here are declared.
-    """
-    schema = ", ".join(f"`{c}` {t}" for c, t in columns.items())
-    frames = []
-    for index, run_dir in enumerate(runs.values()):
-        df = spark.read.schema(schema).parquet(str(Path(run_dir) / "history" / name))
-        frames.append(df.select(F.lit(index).alias("run"), *columns))
-    out = frames[0]
-    for df in frames[1:]:
-        out = out.unionByName(df)
-    return out
-
-
-def _rows(runs: dict[str, Path], name: str) -> int:
-    return sum(pq.read_metadata(Path(d) / "history" / name).num_rows for d in runs.values())
-
-
-def _partitions(spark: SparkSession, rows: int) -> int:
-    """Shuffle partitions for an exchange of `rows` rows: enough that each task's hash map fits in memory."""
-    return max(spark.sparkContext.defaultParallelism, math.ceil(rows / ROWS_PER_SHUFFLE_PARTITION))
-
-
-def _to_pandas(df: DataFrame) -> pd.DataFrame:
-    """Collect through Arrow keeping nullable integers exact (toPandas would turn them into float64)."""
-    return df.toArrow().to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get)
 
 
 def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
@@ -75,36 +46,34 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     below min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances.
     """
     run_ids = list(runs)
-    sends = _load(spark, runs, "sends.parquet", SEND_COLUMNS)
-    reads = _load(spark, runs, "reads.parquet", READ_COLUMNS)
-    n_sends, n_reads = _rows(runs, "sends.parquet"), _rows(runs, "reads.parquet")
+    sends = load(spark, runs, "sends.parquet", SEND_COLUMNS)
+    reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
+    rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
     windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in (breach_windows or {}).items()
                for p, a, b in ws if r in run_ids]
 
     # Independent queries run concurrently: the cores stay busy while one job plans, compiles or waits on a
     # stage with fewer tasks than cores (a window over a few series), which is most of a small run's time.
     with ThreadPoolExecutor(max_workers=4) as pool:
-        send_summary = pool.submit(_to_pandas, q.sends_summary(sends))
-        read_summary = pool.submit(_to_pandas, q.reads_summary(reads))
-        ack_b = pool.submit(_to_pandas, q.ack_buckets(sends, BUCKET_NS))
-        pending_b = pool.submit(_to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER))
+        send_summary = pool.submit(to_pandas, q.sends_summary(sends))
+        read_summary = pool.submit(to_pandas, q.reads_summary(reads))
+        ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS))
+        pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER))
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
-        breaches = pool.submit(_to_pandas, q.breaching_sends(
+        breaches = pool.submit(to_pandas, q.breaching_sends(
             sends, q.small_frame(spark, windows, "run int, partition int, start long, end long"))) \
             if windows else None
-        at_position = q.value_positions(sends, reads, _partitions(spark, n_sends + n_reads))
-        # at_position is not persisted: a cached plan loses its hash partitioning under AQE, which would cost
-        # two more exchanges of every value; the divergent branch recomputes it from the reused exchange.
-        found = _to_pandas(q.candidates(at_position, q.nonmonotonic_sends(sends)))
-        per_value, divergent = found[~found["k_divergent"]], found[found["k_divergent"]]
-        divergent = pool.submit(_divergent_rows, spark, reads, divergent)
+        doubles = pool.submit(lambda: divergent.double_acked(
+            sends, divergent.runs_without_positions(send_summary.result())))
+        events = q.value_events(sends, reads, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
+        found = to_pandas(hub.candidates_fast(events, q.nonmonotonic_sends(sends)))
+        per_value, amb_positions = divergent.decide_ambiguous(spark, sends, reads, found)
+        unplaced = divergent.runs_without_positions(send_summary.result())
+        diverged = pool.submit(divergent.divergent_rows, spark, reads,
+                               divergent.candidates(found, amb_positions, doubles.result(), unplaced), unplaced)
         breached = breaches.result() if breaches is not None else pd.DataFrame({"run": [], "op_id": []})
-        sent = per_value[per_value["op_id"].notna()]
-        keys = sorted({(int(r), int(o)) for r, o in zip(sent["run"], sent["op_id"])} |
-                      {(int(r), int(o)) for r, o in zip(breached["run"], breached["op_id"])})
-        details = _to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long"))) \
-            if keys else pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
-        found = [_per_value_rows(per_value, details), _breach_rows(breached, details), divergent.result(),
+        details = _send_details(spark, sends, per_value, breached)
+        found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
                  poll_skips.result()]
         send_summary, read_summary = send_summary.result(), read_summary.result()
         ack_b, pending_b = ack_b.result(), pending_b.result()
@@ -118,6 +87,17 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                     idempotent=idempotent)
 
 
+def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame,
+                  breached: pd.DataFrame) -> pd.DataFrame:
+    """The send columns of every candidate that was sent, fetched for just those op_ids."""
+    sent = per_value[per_value["op_id"].notna()]
+    keys = sorted({(int(r), int(o)) for r, o in zip(sent["run"], sent["op_id"])} |
+                  {(int(r), int(o)) for r, o in zip(breached["run"], breached["op_id"])})
+    if not keys:
+        return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
+    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")))
+
+
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
     out = frame.assign(run_id=[run_ids[int(i)] for i in frame["run"]]).drop(columns="run")
     return out.astype({"partition": "int64", "first": "int64", "last": "int64"})
@@ -128,7 +108,7 @@ def _breach_rows(breached: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = breached.astype({"run": "int64", "op_id": "int64"}).merge(
         details.astype({"run": "int64", "op_id": "int64"}), on=["run", "op_id"])
-    return _instance_rows([rows.assign(kind="min_isr_breach")])
+    return instance_rows([rows.assign(kind="min_isr_breach")])
 
 
 def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataFrame:
@@ -148,26 +128,12 @@ def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataF
     sel = c[c["k_lost_after_read"]]        # at the live read's position in the partition the drain lacks it
     rows.append(sel[["run", "value", *SEND_FIELDS]]
                 .assign(kind="lost_after_read", partition=sel["lar_p"], offset=sel["lar_o"], t_read_ns=sel["t_read"]))
-    return _instance_rows(rows)
-
-
-def _divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFrame) -> pd.DataFrame:
-    """One row per position read with several values: the smallest value, how many, the first read."""
-    if not len(positions):
-        return pd.DataFrame()
-    keys = q.small_frame(spark, [(int(r), int(p), int(o)) for r, p, o in
-                                 zip(positions["run"], positions["partition"], positions["offset"])],
-                         "run int, partition int, offset long")
-    at = ["run", "partition", "offset"]
-    values = _to_pandas(q.values_at(reads, keys)).groupby(at, as_index=False)["value"].min()
-    rows = positions.drop(columns="value").merge(values, on=at)
-    return _instance_rows([rows.rename(columns={"t_read": "t_read_ns", "n": "multiplicity"})
-                           .assign(kind="divergent")])
+    return instance_rows(rows)
 
 
 def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
     """Gaps in a live consumer's offsets that skip a record someone read, with the read that jumped."""
-    gaps = _to_pandas(q.poll_gaps(reads))
+    gaps = to_pandas(q.poll_gaps(reads))
     if not len(gaps):
         return pd.DataFrame()
     gaps["gap"] = range(len(gaps))
@@ -175,22 +141,15 @@ def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
                                           gaps["from_offset"].astype(int), gaps["offset"].astype(int),
                                           gaps["gap"].astype(int))),
                           "run int, partition int, from_offset long, offset long, gap long")
-    skipping = set(_to_pandas(q.gaps_with_reads_between(reads, keyed))["gap"].astype(int))
+    skipping = set(to_pandas(q.gaps_with_reads_between(reads, keyed))["gap"].astype(int))
     gaps = gaps[gaps["gap"].isin(skipping)]
     if not len(gaps):
         return pd.DataFrame()
     keys = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["consumer"], gaps["seq"].astype(int))),
                          "run int, consumer string, seq long")
-    landed = _to_pandas(q.reads_at(reads, keys)).rename(columns={"t_ns": "t_read_ns"})
+    landed = to_pandas(q.reads_at(reads, keys)).rename(columns={"t_ns": "t_read_ns"})
     rows = gaps.merge(landed, on=["run", "consumer", "seq"])
-    return _instance_rows([rows.assign(kind="poll_skip")])
-
-
-def _instance_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame()
-    return pd.concat([instances.typed(f, keep=("run",)) for f in frames], ignore_index=True)
+    return instance_rows([rows.assign(kind="poll_skip")])
 
 
 def _summaries(run_ids: list[str], send_summary: pd.DataFrame, read_summary: pd.DataFrame):
@@ -205,6 +164,6 @@ def _summaries(run_ids: list[str], send_summary: pd.DataFrame, read_summary: pd.
                                 final_reads=int(r.loc[r["phase"] == "final", "count"].sum()))
         acks[run_id] = tuple(sorted(s["acks"].unique()))
         idempotent[run_id] = tuple(sorted(bool(x) for x in s["idempotent"].unique()))
-        fin = r[r["phase"] == "final"]
-        final_reads[run_id] = {int(p): int(n) for p, n in zip(fin["partition"], fin["count"])}
+        fin = r[r["phase"] == "final"].groupby("partition")["count"].sum()
+        final_reads[run_id] = {int(p): int(n) for p, n in fin.items()}
     return counts, acks, idempotent, final_reads

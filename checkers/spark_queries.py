@@ -91,29 +91,38 @@ def breaching_sends(sends: DataFrame, windows: DataFrame) -> DataFrame:
 
 def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
     """(run, op_id) of ok sends acked at a lower offset than the previous send of their series."""
+    # A window sorts by its partition keys first, and only the first sort key has a fast prefix: one 64-bit hash
+    # of the series (a few dozen per run; two colliding, p ~ 2^-50, would be read as one) sorts several times
+    # faster than (run, process, producer, partition).
     ok = sends.where((F.col("outcome") == "ok") & (F.col("offset") >= 0)) \
-        .select("run", "process", "producer", "partition", "t_invoke_ns", "op_id", "offset")
-    series = Window.partitionBy("run", "process", "producer", "partition").orderBy("t_invoke_ns", "op_id")
+        .select("run", F.xxhash64("run", "process", "producer", "partition").alias("series"), "t_invoke_ns",
+                "op_id", "offset")
+    series = Window.partitionBy("series").orderBy("t_invoke_ns", "op_id")
     return ok.withColumn("prev", F.lag("offset").over(series)).where(F.col("offset") < F.col("prev")) \
         .select("run", "op_id")
 
 
-def value_positions(sends: DataFrame, reads: DataFrame, partitions: int) -> DataFrame:
-    """One row per (run, value, partition, offset) sent or read: the hub every per-value and per-position kind
-    is computed from.
-
-    A send lands in the same group as the reads at its acked position. Columns: code (<= 0: reads only, else the
-    send's 1 + outcome * 4 + acks code), n_reads, t_first (first read), op_id (of the send), live and fin (1 if a
-    live consumer / the final drain read it there). Hash-partitioned by (run, value).
-    """
+def value_events(sends: DataFrame, reads: DataFrame, partitions: int) -> DataFrame:
+    """Sends and reads as one frame hash-partitioned by (run, value): run, value, p, o, code (<= 0: a read, 0 live
+    and -1 final, the phase riding in `code` so the exchange carries no extra column; else the send's
+    1 + outcome * 4 + acks code) and x (a send's op_id, a read's t_ns)."""
     code = 1 + _index_of(F.col("outcome"), OUTCOMES) * 4 + _index_of(F.col("acks"), ACKS)
-    # a read's phase rides in `code`, so the exchange carries no extra column: 0 a live read, -1 a final read
     send_rows = sends.select("run", "value", F.col("partition").alias("p"), F.col("offset").alias("o"),
                              code.alias("code"), F.col("op_id").alias("x"))
     read_rows = reads.select("run", "value", F.col("partition").alias("p"), F.col("offset").alias("o"),
                              F.when(F.col("phase") == "final", F.lit(-1)).otherwise(F.lit(0)).alias("code"),
                              F.col("t_ns").alias("x"))
-    events = send_rows.unionByName(read_rows).repartition(partitions, "run", "value")
+    return send_rows.unionByName(read_rows).repartition(partitions, "run", "value")
+
+
+def value_positions(events: DataFrame) -> DataFrame:
+    """One row per (run, value, partition, offset) sent or read: the hub every per-value and per-position kind
+    is computed from.
+
+    A send lands in the same group as the reads at its acked position. Columns: code (<= 0: reads only, else the
+    send's code), n_reads, t_first (first read), op_id (of the send), live and fin (1 if a live consumer / the
+    final drain read it there). events: `value_events`, whose (run, value) partitioning this keeps.
+    """
     is_read = F.col("code") <= 0
     return events.groupBy("run", "value", "p", "o").agg(
         F.max("code").alias("code"),
@@ -125,30 +134,14 @@ def value_positions(sends: DataFrame, reads: DataFrame, partitions: int) -> Data
 
 
 def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
-    """Rows that are instances (or, for divergent, instance positions), one boolean column `k_<kind>` per kind.
+    """Rows that are per-value instances, one boolean column `k_<kind>` per kind, by the three-level definitions
+    (the exact path: every value `spark_hub` could not decide from extremes).
 
-    Per value (lost, duplicate, phantom, failed_read, recovered, offset_mismatch, nonmonotonic_send): run, value,
-    op_id, n (positions read), partition and offset (the first position read), t_read (first read), lar_p and
-    lar_o (lost_after_read: the partition a live consumer read it in and the final drain lacks, and the live
-    read's offset there).
-    Per position (divergent): run, n (distinct values read there), partition, offset, t_read; value and op_id
-    null (the smallest value is looked up afterwards, for these few positions only).
+    Columns: run, value, op_id, n (positions read), partition and offset (the first position read), t_read
+    (first read), lar_p and lar_o (lost_after_read: the partition a live consumer read it in and the final drain
+    lacks, and the live read's offset there), k_<kind>.
     at_position: `value_positions`; nonmonotonic: (run, op_id).
     """
-    per_value = _per_value(at_position, nonmonotonic)
-    # Each read group is one distinct value at its position, so counting groups per position counts values.
-    divergent = (at_position.where(F.col("n_reads") > 0).groupBy("run", "p", "o")
-                 .agg(F.count(F.lit(1)).alias("n"), F.min("t_first").alias("t_read"))
-                 .where(F.col("n") >= 2)
-                 .select("run", F.lit(None).cast("string").alias("value"), F.lit(None).cast("long").alias("op_id"),
-                         "n", F.col("p").alias("partition"), F.col("o").alias("offset"), "t_read",
-                         F.lit(None).cast("int").alias("lar_p"), F.lit(None).cast("long").alias("lar_o"),
-                         *[F.lit(kind == "divergent").alias(f"k_{kind}") for kind in CANDIDATE_KINDS]))
-    return per_value.unionByName(divergent)
-
-
-def _per_value(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
-    """From (value, partition, offset) groups to one row per value, then the per-value kinds' conditions."""
     read_here, send_here = F.col("n_reads") > 0, F.col("code") > 0
     at_partition = at_position.groupBy("run", "value", "p").agg(
         F.max("code").alias("code"), F.max("op_id").alias("op_id"),
@@ -204,17 +197,19 @@ def send_details(sends: DataFrame, wanted: DataFrame) -> DataFrame:
 
 
 def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
-    """The values read at the given (run, partition, offset) positions."""
-    return reads.select("run", "partition", "offset", "value") \
+    """The values read at the given (run, partition, offset) positions, and when."""
+    return reads.select("run", "partition", "offset", "value", "t_ns") \
         .join(F.broadcast(positions), ["run", "partition", "offset"], "left_semi")
 
 
 def poll_gaps(reads: DataFrame) -> DataFrame:
     """Steps a -> b > a + 1 of a live consumer through a partition: (run, consumer, partition, seq of b, a, b)."""
-    live = reads.where(F.col("phase") == "live").select("run", "consumer", "partition", "seq", "offset")
-    steps = Window.partitionBy("run", "consumer", "partition").orderBy("seq")
+    live = reads.where(F.col("phase") == "live") \
+        .select("run", F.xxhash64("run", "consumer", "partition").alias("stream"), "consumer", "partition", "seq",
+                "offset")
+    steps = Window.partitionBy("stream").orderBy("seq")     # one integer sort key first, as in nonmonotonic_sends
     return live.withColumn("from_offset", F.lag("offset").over(steps)) \
-        .where(F.col("offset") > F.col("from_offset") + 1)
+        .where(F.col("offset") > F.col("from_offset") + 1).drop("stream")
 
 
 def gaps_with_reads_between(reads: DataFrame, gaps: DataFrame) -> DataFrame:

@@ -2,12 +2,12 @@
 import pandas as pd
 import pytest
 
-from checkers import anomalies, instances
+from checkers import anomalies, instances, spark_divergent
 from checkers.anomalies import find_anomalies_spark
 from checkers.availability import reference_buckets
 from checkers.reference import count, find_anomalies
 from history.synthetic import write_synthetic_run
-from tests.checkers.conftest import MS, T, frames, write_run
+from tests.checkers.conftest import MS, T, frames, read, send, write_run
 from tests.checkers.test_anomaly_definitions import CASES
 
 pytestmark = pytest.mark.spark
@@ -58,3 +58,39 @@ def test_an_empty_history_yields_no_instances(spark, tmp_path):
     got = found.instances
     assert len(got) == 0 and list(got.columns) == list(instances.INSTANCE_COLUMNS)
     assert found.counts.sends == 0 and len(found.ack_buckets) == 0 and found.final_reads == {}
+
+
+# Positions where no read is stray: only two acked sends at one offset (or acks=0, which has no acked offset)
+# can make them divergent, so the Spark pass must find these without a stray read pointing at them.
+HIDDEN_DIVERGENCE = {
+    "two values acked at one offset, both read there by the drain": (
+        [send("a", offset=5), send("b", offset=5, t=1)],
+        [read("a", offset=5), read("b", offset=5)]),
+    "acks=0 values read at one offset": (
+        [send("a", offset=-1, acks="0"), send("b", offset=-1, acks="0", t=1)],
+        [read("a", offset=3), read("b", offset=3), read("a", offset=3, consumer="c0", t=900)]),
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN_DIVERGENCE))
+def test_a_divergent_position_without_stray_reads_is_found(spark, tmp_path, name):
+    sends, reads = HIDDEN_DIVERGENCE[name]
+    run = write_run(tmp_path / "run", [dict(s) for s in sends], [dict(r) for r in reads])
+    got = find_anomalies_spark(spark, {"run": run}).for_run("run").instances
+    s, r = frames([dict(x) for x in sends], [dict(x) for x in reads])
+    expected = find_anomalies(s, r)
+    assert (expected["kind"] == "divergent").sum() == 1
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_too_many_candidate_positions_fall_back_to_grouping_every_read(spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(spark_divergent, "MAX_CANDIDATE_POSITIONS", 0)
+    inject = {"divergent": 3, "duplicate": 2, "lost": 1}
+    run = write_synthetic_run(tmp_path / "inj", sends=2000, seed=7, consumers=2, inject=inject)
+    got = find_anomalies_spark(spark, {"inj": run}).for_run("inj").instances
+    from history.reader import read_table
+    from history.schema import READS_SCHEMA, SENDS_SCHEMA
+    s = read_table(run / "history/sends.parquet", SENDS_SCHEMA)
+    r = read_table(run / "history/reads.parquet", READS_SCHEMA)
+    pd.testing.assert_frame_equal(got, find_anomalies(s, r))
+    assert int((got["kind"] == "divergent").sum()) == 3

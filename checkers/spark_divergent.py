@@ -1,0 +1,96 @@
+"""Divergent positions (one offset, several values read) without grouping every read by position.
+
+The per-value pass (checkers.spark_hub) already brings back every value that was not simply read where it was
+acked. A position can hold two values only if
+- a value read there was not acked there: phantom, failed, recovered, offset mismatch, stray, lost after read, all
+  among the collected rows at their one read position; or a value read at several positions (ambiguous, decided
+  exactly, with every position it was read at);
+- or two values were acked there and both read there and nowhere else (the final drain read that offset twice,
+  the log changing in between): positions acked twice (spark_hub.double_acked);
+- or the run acknowledged acks=0 writes, which carry no offset: such runs group every read by position.
+The candidate positions are then looked up in the reads, and those with two or more values are instances.
+"""
+from __future__ import annotations
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from checkers import spark_hub as hub
+from checkers import spark_queries as q
+from checkers.spark_collect import instance_rows, to_pandas
+
+MAX_CANDIDATE_POSITIONS = 1_000_000     # more: group every read by position instead
+AT = ["run", "partition", "offset"]
+
+
+def decide_ambiguous(spark: SparkSession, sends: DataFrame, reads: DataFrame, found: pd.DataFrame):
+    """The per-value rows, with the ambiguous values decided by the three-level definitions over just their sends
+    and reads; and the positions those values were read at."""
+    kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
+    amb = found[found["k_ambiguous"]]
+    decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=list(hub.HUB_FLAGS))
+    if not len(amb):
+        return decided, pd.DataFrame(columns=AT)
+    keys = F.broadcast(q.small_frame(spark, list(zip(amb["run"].astype(int), amb["value"])), "run int, value string"))
+    mono = found[found["k_nonmonotonic_send"]]
+    mono = q.small_frame(spark, [(int(r), int(o)) for r, o in zip(mono["run"], mono["op_id"])], "run int, op_id long")
+    events = q.value_events(sends.join(keys, ["run", "value"], "left_semi"),
+                            reads.join(keys, ["run", "value"], "left_semi"),
+                            spark.sparkContext.defaultParallelism).persist()
+    try:
+        at = q.value_positions(events)
+        positions = to_pandas(at.where(F.col("n_reads") > 0)
+                              .select("run", F.col("p").alias("partition"), F.col("o").alias("offset")))
+        exact = to_pandas(q.candidates(at, mono))
+    finally:
+        events.unpersist()
+    return pd.concat([decided, exact], ignore_index=True), positions
+
+
+def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:
+    """Runs with acks=0 writes acknowledged: no offset comes back, so no read can be matched to an acked
+    position."""
+    ok0 = send_summary[(send_summary["outcome"] == "ok") & (send_summary["acks"] == "0")]
+    return {int(r) for r in ok0["run"]}
+
+
+def double_acked(sends: DataFrame, unplaced: set[int]) -> pd.DataFrame:
+    placed = sends if not unplaced else sends.where(~F.col("run").isin(*sorted(unplaced)))
+    return to_pandas(hub.double_acked(placed))
+
+
+def candidates(found: pd.DataFrame, amb_positions: pd.DataFrame, doubles: pd.DataFrame,
+               unplaced: set[int]) -> pd.DataFrame | None:
+    """Positions that may hold two values, outside the runs in `unplaced` (None: too many; group every read)."""
+    single = found[~found["k_ambiguous"] & (found["n"] > 0)][AT]
+    frames = [f.astype({c: "int64" for c in AT})[AT] for f in (single, amb_positions, doubles) if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=AT)
+    out = pd.concat(frames, ignore_index=True).drop_duplicates()
+    out = out[~out["run"].isin(unplaced)]
+    return None if len(out) > MAX_CANDIDATE_POSITIONS else out
+
+
+def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFrame | None,
+                   unplaced: set[int]) -> pd.DataFrame:
+    """One row per position read with several values: the smallest value, how many, the first read.
+    positions: `candidates`; unplaced: runs whose every read is grouped by position (all runs if positions is
+    None)."""
+    grouped = set(unplaced) if positions is not None else None       # None: every run
+    frames = [positions] if positions is not None and len(positions) else []
+    if grouped is None or grouped:
+        scope = reads if grouped is None else reads.where(F.col("run").isin(*sorted(grouped)))
+        frames.append(to_pandas(hub.position_extremes(scope)))
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame()
+    wanted = pd.concat(frames, ignore_index=True)
+    keys = q.small_frame(spark, [(int(r), int(p), int(o)) for r, p, o in
+                                 zip(wanted["run"], wanted["partition"], wanted["offset"])],
+                         "run int, partition int, offset long")
+    read = to_pandas(q.values_at(reads, keys))
+    rows = read.groupby(AT, as_index=False).agg(value=("value", "min"), multiplicity=("value", "nunique"),
+                                                t_read_ns=("t_ns", "min"))
+    rows = rows[rows["multiplicity"] >= 2]
+    return instance_rows([rows.assign(kind="divergent")])

@@ -1,0 +1,115 @@
+"""The per-value pass in one aggregation: the common case decided from min/max, the rest sent to the exact path.
+
+`spark_queries.value_positions` + `candidates` decide every per-value kind in three aggregation levels (value,
+partition, offset) -> (value, partition) -> value. On 10M sends that is the dearest part of the check, and for
+almost every value the answer is trivial: one send, read at one position, in one partition, by the live consumer
+and the final drain. So the same exchange keyed by (run, value) feeds a single aggregation that keeps, per value,
+the least and greatest read position, final-read partition and live-read partition:
+- when each pair is equal (the value was read at one position, finally in one partition, live in one), every
+  per-value kind follows from these numbers exactly as the three levels would compute it;
+- otherwise the value is `ambiguous` (read at two positions: at least a duplicate) and comes back as a key only;
+  `anomalies` re-runs the three-level definitions on just those values (`value_positions` over a filtered scan).
+
+Positions are packed into one long, partition * 2^40 + offset, so the least position is the first one read in
+(partition, offset) order, as the reference defines it.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.spark_queries import ACKED_CODES, CANDIDATE_KINDS, FAIL, INFO, OK
+
+POS_SHIFT = 1 << 40          # offsets below 2^40 (a trillion), partitions below 2^23: no overflow
+HUB_FLAGS = ("k_ambiguous", "k_stray")
+
+
+def _pos(p, o):
+    return p.cast("long") * F.lit(POS_SHIFT) + o
+
+
+def _partition_of(pos):
+    return F.floor(pos / F.lit(POS_SHIFT)).cast("int")
+
+
+def _offset_of(pos):
+    return pos % F.lit(POS_SHIFT)
+
+
+def value_summary(events: DataFrame) -> DataFrame:
+    """Per (run, value), from `spark_queries.value_events`: the send's code, op_id and position, and the extremes
+    of its reads. One hash aggregation, numeric buffers only; the events' (run, value) partitioning satisfies it."""
+    is_read, is_send = F.col("code") <= 0, F.col("code") > 0
+    live, final = F.col("code") == 0, F.col("code") == -1
+    pos = _pos(F.col("p"), F.col("o"))
+    return events.groupBy("run", "value").agg(
+        F.max("code").alias("code"),
+        F.max(F.when(is_send, F.col("x"))).alias("op_id"),
+        F.max(F.when(is_send, F.col("p"))).alias("s_p"),
+        F.max(F.when(is_send, F.col("o"))).alias("s_o"),
+        F.sum(is_read.cast("long")).alias("n_reads"),
+        F.min(F.when(is_read, pos)).alias("r_min"), F.max(F.when(is_read, pos)).alias("r_max"),
+        F.min(F.when(is_read, F.col("x"))).alias("t_read"),
+        F.min(F.when(final, F.col("p"))).alias("f_min"), F.max(F.when(final, F.col("p"))).alias("f_max"),
+        F.min(F.when(live, F.col("p"))).alias("l_min"), F.max(F.when(live, F.col("p"))).alias("l_max"),
+        F.min(F.when(live, pos)).alias("l_pos"))
+
+
+def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
+    """The rows of `spark_queries.candidates`' per-value part, plus k_ambiguous (decide it exactly) and k_stray
+    (read somewhere else than an acked position it was sent to: the only reads that can make a position divergent
+    without a second acked send there)."""
+    s = value_summary(events)
+    differ = [F.coalesce(F.col(a) != F.col(b), F.lit(False)) for a, b in
+              (("r_min", "r_max"), ("f_min", "f_max"), ("l_min", "l_max"))]
+    ambiguous = differ[0] | differ[1] | differ[2]
+    sent, read = F.col("code") > 0, F.col("n_reads") > 0
+    outcome = F.when(sent, F.floor((F.col("code") - 1) / 4))
+    acks = F.when(sent, (F.col("code") - 1) % 4)
+    ok = sent & (outcome == OK)
+    s_pos = F.when(F.col("s_o") >= 0, _pos(F.col("s_p"), F.col("s_o")))
+    at_acked = F.coalesce(F.col("r_min") == s_pos, F.lit(False))
+    after_read = F.col("l_min").isNotNull() & F.coalesce(F.col("f_min") != F.col("l_min"), F.lit(True))
+    flagged = s.join(F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))), ["run", "op_id"],
+                     "left")
+    kinds = {
+        "lost": ok & acks.isin(*ACKED_CODES) & (F.col("s_p") >= 0) &
+        ~F.coalesce(F.col("f_min") == F.col("s_p"), F.lit(False)),
+        "lost_after_read": after_read,
+        "duplicate": F.lit(False),                       # two read positions: always ambiguous
+        "phantom": read & ~sent,
+        "failed_read": sent & (outcome == FAIL) & read,
+        "recovered": sent & (outcome == INFO) & read,
+        "offset_mismatch": ok & (F.col("s_o") >= 0) & read & ~at_acked,
+        "nonmonotonic_send": F.col("k_nonmonotonic_send"),
+        "divergent": F.lit(False),
+    }
+    # acks=0 sends have no acked position (offset -1): runs with them take the full divergent pass instead
+    stray = ok & ~(acks == 0) & read & ~at_acked
+    flags = [F.coalesce(kinds[k], F.lit(False)).alias(f"k_{k}") for k in CANDIDATE_KINDS]
+    out = flagged.select(
+        "run", "value", "op_id", read.cast("long").alias("n"),
+        _partition_of(F.col("r_min")).alias("partition"), _offset_of(F.col("r_min")).alias("offset"), "t_read",
+        F.when(after_read, F.col("l_min")).alias("lar_p"),
+        F.when(after_read, _offset_of(F.col("l_pos"))).alias("lar_o"),
+        *flags, ambiguous.alias("k_ambiguous"), F.coalesce(stray, F.lit(False)).alias("k_stray"))
+    return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
+
+
+def double_acked(sends: DataFrame) -> DataFrame:
+    """(run, partition, offset) at which two or more sends were acked: the one way two values can both sit where
+    they were acked, be read there, and so make a divergent position no stray read points to."""
+    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0)).select("run", "partition", "offset")
+    # each position is acked about once, so a map-side partial count would only copy rows: shuffle them as they are
+    return placed.repartition("run", "partition", "offset").groupBy("run", "partition", "offset").count() \
+        .where(F.col("count") >= 2).drop("count")
+
+
+def position_extremes(reads: DataFrame) -> DataFrame:
+    """(run, partition, offset) read with more than one value: the full divergent pass, for runs with acks=0 sends
+    (no acked position to compare reads with) or too many candidate positions. Two 64-bit hashes of the value: a
+    position with two different values differs in one of them unless both collide (then it is missed, p ~ 2^-96)."""
+    h1, h2 = F.xxhash64("value"), F.hash("value")
+    return reads.groupBy("run", "partition", "offset") \
+        .agg(F.min(h1).alias("a"), F.max(h1).alias("b"), F.min(h2).alias("c"), F.max(h2).alias("d")) \
+        .where((F.col("a") != F.col("b")) | (F.col("c") != F.col("d"))).select("run", "partition", "offset")
