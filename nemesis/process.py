@@ -23,7 +23,7 @@ _ACTIONS = {  # effect -> (apply, undo) on a Node
 
 
 def _on_all(fn, nodes) -> None:
-    """Run `fn(node)` on every node at the same moment (kill-all means all at once)."""
+    """Run `fn(node)` on every node at the same moment (all-kill means all at once)."""
     if len(nodes) == 1:
         fn(nodes[0])
         return

@@ -49,19 +49,19 @@ class Fault:
 
 
 class FakeNemesis:
-    active = [Fault("isolate-leader")]
+    active = [Fault("leader-isolate")]
 
 
 def snapshot(**kw):
     base = dict(elapsed_s=12.4, duration_s=60, ok=900, fail=2, info=1, reads=400, sends_per_s=80.0,
-                rates=(75.0, 0.5, 0.0), faults=("kill-leader",), partitions=((0, 1, (1, 2)), (1, None, (3,))))
+                rates=(75.0, 0.5, 0.0), faults=("leader-kill",), partitions=((0, 1, (1, 2)), (1, None, (3,))))
     return Snapshot(**(base | kw))
 
 
 def test_plain_line_says_elapsed_and_left_without_a_negative_sign():
     line = plain_line("workload", snapshot())
     assert line.startswith("[workload] 12s of 60s, 48s left")
-    assert "ok 900 fail 2 info 1 (75/0/0 per s)" in line and "faults: kill-leader" in line
+    assert "ok 900 fail 2 info 1 (75/0/0 per s)" in line and "faults: leader-kill" in line
     assert "leader/ISR p0:1/1,2 p1:-/3" in line
     assert ", 0s left" in plain_line("drain", snapshot(elapsed_s=70))
     assert "leader/ISR unavailable" in plain_line("workload", snapshot(partitions=None, faults=()))
@@ -82,7 +82,7 @@ def test_on_a_terminal_the_display_draws_progress_rates_faults_and_isr():
     last = text.rsplit("sends/s", 1)[1]
     rates = [float(r.replace(",", "")) for r in re.findall(r"\(([\d,.]+)/s\)", last)]
     assert len(rates) == 3 and all(r <= 250 for r in rates) and rates[0] > 40, rates
-    assert "faults: isolate-leader" in text
+    assert "faults: leader-isolate" in text
     assert "partition" in text and "2,3" in text and "none" in text           # p1 has no leader
 
 
@@ -92,7 +92,7 @@ def test_off_a_terminal_the_display_logs_plain_lines(caplog):
     display.phase("workload")
     display.watch(FakeCluster(), "chaos", FakeWorkload(), FakeNemesis(), duration_s=0.3)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[workload]")]
-    assert len(lines) == 1 and "0s left" in lines[0] and "faults: isolate-leader" in lines[0]
+    assert len(lines) == 1 and "0s left" in lines[0] and "faults: leader-isolate" in lines[0]
 
 
 def test_set_up_steps_spin_on_a_terminal_and_log_elsewhere(caplog):
