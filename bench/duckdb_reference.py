@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from checkers import instances
 from checkers.availability import BUCKET_NS, NEVER
@@ -48,7 +49,6 @@ HUB = f"""(SELECT value, partition AS p, "offset" AS o, 0 AS src, rn, ({OUTCOME_
 # position at most (the contract's normal case). The others are `complex`: they take the exact path below.
 # Sends and reads fill disjoint columns, so every aggregate skips the other side's NULLs without a FILTER.
 PER_VALUE = f"""
-CREATE TEMP TABLE pv AS
 SELECT *, n_sends <= 1 AND (n_reads = 0 OR (rp = rp_max AND ro = ro_max)) AS simple FROM (
   SELECT value, min(rn) AS s_rn, count(rn) AS n_sends, min(code) AS code, min(sp) AS s_p, min(so) AS s_o,
          count(rp) AS n_reads, min(rp) AS rp, max(rp) AS rp_max, min(ro) AS ro, max(ro) AS ro_max,
@@ -58,8 +58,7 @@ SELECT *, n_sends <= 1 AND (n_reads = 0 OR (rp = rp_max AND ro = ro_max)) AS sim
                NULL::BIGINT AS t FROM sends
         UNION ALL
         SELECT value, NULL, NULL, NULL, NULL, partition, "offset", phase = 'live', phase = 'final', t_ns FROM reads)
-  GROUP BY value)
-"""
+  GROUP BY value)"""
 
 SIMPLE = """
 SELECT value, s_rn, n_sends, code, s_p, s_o, coalesce(fin AND s_p = rp, false) AS s_fin,
@@ -69,11 +68,11 @@ SELECT value, s_rn, n_sends, code, s_p, s_o, coalesce(fin AND s_p = rp, false) A
 FROM pv WHERE simple"""
 
 AT_POSITION = f"""
-INSERT INTO at_pos
-SELECT value, p, o, min(rn) FILTER (WHERE src = 0), arg_min_null(code, rn) FILTER (WHERE src = 0),
-       count(*) FILTER (WHERE src = 0), count(*) FILTER (WHERE src > 0), min(t) FILTER (WHERE src > 0),
-       bool_or(src = 1), bool_or(src = 2)
-FROM {HUB.format(where="WHERE value IN (SELECT value FROM pv WHERE NOT simple)")} GROUP BY value, p, o
+INSERT INTO at_pos BY NAME
+SELECT value, p, o, min(rn) FILTER (WHERE src = 0) AS s_rn, arg_min_null(code, rn) FILTER (WHERE src = 0) AS code,
+       count(*) FILTER (WHERE src = 0) AS n_sends, count(*) FILTER (WHERE src > 0) AS n_reads,
+       min(t) FILTER (WHERE src > 0) AS t_first, bool_or(src = 1) AS live, bool_or(src = 2) AS fin
+FROM {HUB.format(where="WHERE value IN (SELECT value FROM found WHERE part = 'complex')")} GROUP BY value, p, o
 """
 
 # The exact path, over the complex values' (value, partition, offset) groups: per partition, then per value; "the
@@ -98,9 +97,8 @@ SELECT value, s_rn, n_sends, code, s_p, s_o, s_fin, at_acked, n_pos, first.p AS 
 FROM v"""
 
 # The definitions (docs/history.md), over either path's columns.
-CANDIDATES = """
-CREATE TEMP TABLE per_value AS
-SELECT * FROM (
+FLAGS = """
+SELECT 'value' AS part, * FROM (
   SELECT value, s_rn, n_sends, n_pos, first_p, first_o, lar_p, lar_o, t_read,
          coalesce(sent AND outcome = 0 AND acks IN (1, 2) AND s_p >= 0 AND NOT coalesce(s_fin, false), false)
            AS k_lost,
@@ -112,19 +110,31 @@ SELECT * FROM (
          coalesce(sent AND outcome = 0 AND s_o >= 0 AND is_read AND NOT coalesce(at_acked, false), false)
            AS k_offset_mismatch
   FROM (SELECT *, s_rn IS NOT NULL AS sent, n_pos > 0 AS is_read, code // 4 AS outcome, code % 4 AS acks
-        FROM (({simple}) UNION ALL ({exact}))))
+        FROM ({source})))
 WHERE k_lost OR k_lost_after_read OR k_duplicate OR k_phantom OR k_failed_read OR k_recovered OR k_offset_mismatch
    OR n_sends > 1
 """
 
-# Positions read with several values: the simple values' one position each, the complex values' every one.
+# The one pass over the whole history. pv is materialised once, in memory, and yields only small results: the
+# simple values' candidates, the complex values, and the positions two simple values were read at.
+FOUND = f"""
+CREATE TEMP TABLE found AS
+WITH pv AS MATERIALIZED ({PER_VALUE})
+{FLAGS.format(source=SIMPLE)}
+UNION ALL BY NAME SELECT 'complex' AS part, value FROM pv WHERE NOT simple
+UNION ALL BY NAME SELECT 'position' AS part, rp AS first_p, ro AS first_o FROM pv WHERE simple AND n_reads > 0
+                  GROUP BY rp, ro HAVING count(*) >= 2
+"""
+
+# Positions read with several values, from the reads at the few positions that may be: where two simple values or
+# any complex value was read (a divergent position is one of these).
 DIVERGENT = """
-WITH pos AS (SELECT rp AS p, ro AS o, value, t_read AS t FROM pv WHERE simple AND n_reads > 0
-             UNION ALL SELECT p, o, value, t_first FROM at_pos WHERE n_reads > 0),
-d AS (SELECT p, o, count(*) AS n, min(t) AS t_read FROM pos GROUP BY p, o HAVING count(*) >= 2)
-SELECT d.p AS partition, d.o AS "offset", min(pos.value) AS value, any_value(d.n) AS multiplicity,
-       any_value(d.t_read) AS t_read_ns
-FROM d JOIN pos ON pos.p = d.p AND pos.o = d.o GROUP BY d.p, d.o
+WITH maybe AS (SELECT first_p AS p, first_o AS o FROM found WHERE part = 'position'
+               UNION SELECT p, o FROM at_pos WHERE n_reads > 0)
+SELECT r.partition, r."offset", min(r.value) AS value, count(DISTINCT r.value) AS multiplicity,
+       min(r.t_ns) AS t_read_ns
+FROM reads r SEMI JOIN maybe m ON r.partition = m.p AND r."offset" = m.o
+GROUP BY r.partition, r."offset" HAVING count(DISTINCT r.value) >= 2
 """
 
 # ok sends in invoke order per (process, producer, partition); file order breaks ties, as the reference's
@@ -234,8 +244,8 @@ def availability_islands(con) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _first_sends(con, duplicated: bool) -> None:
     """first_sends: one row per value (its first in the file). Values are unique by contract, so the filter
     runs only when the hub saw a value sent twice."""
-    where = "WHERE rn IN (SELECT s_rn FROM per_value WHERE n_sends > 1) OR value NOT IN " \
-            "(SELECT value FROM per_value WHERE n_sends > 1)" if duplicated else ""
+    where = "WHERE rn IN (SELECT s_rn FROM found WHERE n_sends > 1) OR value NOT IN " \
+            "(SELECT value FROM found WHERE n_sends > 1)" if duplicated else ""
     con.execute(f"CREATE OR REPLACE TEMP VIEW first_sends AS SELECT * FROM sends {where}")
 
 
@@ -266,20 +276,21 @@ def _first_reads(con, cand: pd.DataFrame, more: pd.Series) -> pd.Series:
     extra = sorted(set(more.dropna()) - set(known.index))
     if extra:
         con.register("extra", pa.table({"value": pa.array(extra, pa.string())}))
-        got = _frame(con, "SELECT value, t_read FROM pv WHERE value IN (SELECT value FROM extra)")
+        got = _frame(con, "SELECT value, min(t_ns) AS t_read FROM reads WHERE value IN (SELECT value FROM extra) "
+                          "GROUP BY value")
         known = pd.concat([known, got.set_index("value")["t_read"]])
     return known
 
 
 def find_instances(con, windows=()) -> pd.DataFrame:
     """The instance table (checkers.instances) of the run whose views `sends` and `reads` are set up."""
-    con.execute(PER_VALUE)
+    con.execute(FOUND)
     con.execute("CREATE OR REPLACE TEMP TABLE at_pos (value VARCHAR, p INTEGER, o BIGINT, s_rn BIGINT, code INT, "
                 "n_sends BIGINT, n_reads BIGINT, t_first BIGINT, live BOOLEAN, fin BOOLEAN)")
-    if con.sql("SELECT count(*) FROM pv WHERE NOT simple").fetchall()[0][0]:
-        con.execute(AT_POSITION)
-    con.execute(CANDIDATES.format(simple=SIMPLE, exact=EXACT))
-    cand = _frame(con, "SELECT * FROM per_value")
+    if con.sql("SELECT count(*) FROM found WHERE part = 'complex'").fetchall()[0][0]:
+        con.execute(AT_POSITION)      # the complex values only: usually none
+    con.execute(f"INSERT INTO found BY NAME {FLAGS.format(source=EXACT)}")
+    cand = _frame(con, "SELECT * EXCLUDE (part) FROM found WHERE part = 'value'")
     _first_sends(con, bool((cand["n_sends"] > 1).any()))
     breach = _breaches(con, windows)
     nonmono = con.sql(NONMONOTONIC).df()
@@ -300,7 +311,9 @@ def find_instances(con, windows=()) -> pd.DataFrame:
             found["multiplicity"] = sel["n_pos"]
         rows.append(found.merge(details, on="value", how="left"))
     rows = [r.assign(t_read_ns=r["value"].map(t_read)) for r in rows if len(r)]
-    rows.append(_frame(con, DIVERGENT).assign(kind="divergent"))
+    if con.sql("SELECT count(*) FROM found WHERE part = 'position'").fetchall()[0][0] + \
+            con.sql("SELECT count(*) FROM at_pos").fetchall()[0][0]:
+        rows.append(_frame(con, DIVERGENT).assign(kind="divergent"))
     con.execute(GAPS)
     if con.sql("SELECT count(*) FROM gaps").fetchall()[0][0]:
         rows.append(_frame(con, POLL_SKIPS).assign(kind="poll_skip"))
@@ -331,8 +344,25 @@ def breach_windows(run_dir: Path) -> list[tuple[int, int, int]]:
     return _breach_windows(model, samples)
 
 
+def _compare_rows(run_dir: Path, found: pd.DataFrame) -> list[str]:
+    """The instance rows against anomalies.parquet's (the check's judged rows, stalls aside), on their columns."""
+    path = run_dir / "anomalies.parquet"
+    if not path.exists():
+        return ["anomalies.parquet: missing"]
+    theirs = pq.read_table(path).to_pandas()
+    theirs = theirs[theirs["kind"] != "stall"]
+    cols = ["kind", "partition", "offset", "value", "producer", "op_id", "t_invoke_ns", "t_complete_ns", "t_read_ns"]
+    key = [f"{tuple(r)}" for r in theirs[cols].astype(object).where(theirs[cols].notna(), None).itertuples(False)]
+    mine = [f"{tuple(r)}" for r in found[cols].astype(object).where(found[cols].notna(), None).itertuples(False)]
+    extra, missing = sorted(set(mine) - set(key)), sorted(set(key) - set(mine))
+    return ([f"anomalies.parquet lacks {len(extra)} rows, e.g. {extra[:3]}"] if extra else []) + \
+        ([f"duckdb lacks {len(missing)} rows of anomalies.parquet, e.g. {missing[:3]}"] if missing else []) + \
+        ([f"rows: anomalies.parquet {len(key)}, duckdb {len(mine)}"] if len(key) != len(mine) else [])
+
+
 def compare_verdict(run_dir: Path, findings: Findings) -> list[str]:
-    """Differences between these findings and the run's verdict.json (counts, anomaly counts, stalls)."""
+    """Differences between these findings and the run's verdict.json (counts, anomaly counts, stalls) and
+    anomalies.parquet (the rows)."""
     from checkers.availability import stalls
     verdict = json.loads((run_dir / "verdict.json").read_text())
     meta = json.loads((run_dir / "meta.json").read_text())
@@ -347,6 +377,7 @@ def compare_verdict(run_dir: Path, findings: Findings) -> list[str]:
     ours = [[s.start_ns, s.end_ns, s.partition] for s in found]
     if theirs != ours:
         diffs.append(f"stalls: verdict {theirs}, duckdb {ours}")
+    diffs += _compare_rows(run_dir, run.instances)
     if verdict["incomplete"]["status"] != "complete":
         diffs.append("the verdict's run is incomplete: its lost counts leave out incomplete partitions")
     return diffs
@@ -359,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     ap.add_argument("--memory-limit", help="DuckDB memory_limit, e.g. 12GB (default: DuckDB's, 80%% of RAM)")
     ap.add_argument("--compare-verdict", action="store_true",
-                    help="check the counts, anomaly counts and stalls against the run's verdict.json (read only)")
+                    help="check the counts, anomaly counts, stalls and rows against the run's verdict.json and "
+                    "anomalies.parquet (read only)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     windows = [] if args.no_model else breach_windows(args.run_dir)
@@ -375,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
                       "idempotent": findings.idempotent[run_id]}))
     if args.compare_verdict:
         diffs = compare_verdict(args.run_dir, findings)
-        print("\n".join(diffs) if diffs else "verdict.json: counts, anomaly counts and stalls all equal")
+        print("\n".join(diffs) if diffs else "verdict.json and anomalies.parquet: counts, anomaly counts, stalls and "
+              "instance rows all equal")
         return 1 if diffs else 0
     return 0
 

@@ -90,8 +90,8 @@ def test_a_clean_history_without_windows_gives_the_same_rows(tmp_path):
 
 def test_edge_cases_of_the_contract_give_the_same_rows(tmp_path):
     """Values sent twice (the first row counts), null partitions and offsets, acks 0 and 1, a send never
-    completed, a phantom at a divergent position, a skip over another consumer's read, a value read in two
-    partitions."""
+    completed, phantoms at divergent positions (one shared with a value read at two positions), a skip over
+    another consumer's read, a value read in two partitions."""
     s = [send("a", 0, 0), send("a", 1, 5, outcome="fail"), send("b", 0, 1, acks="1"), send("c", 0, 2, acks="0"),
          send("d", None, None, outcome="info"), send("e", None, 7), send("f", 1, 0, t=5), send("g", 1, 1, t=3),
          send("h", 2, 0, acks="1", idempotent=False), send("i", 2, 1, outcome="info"), send("j", 2, 2, t=9000),
@@ -102,7 +102,7 @@ def test_edge_cases_of_the_contract_give_the_same_rows(tmp_path):
          read("a", 0, 4, consumer="c0"), read("e", 1, 9, consumer="c1"), read("f", 1, 0, consumer="c1"),
          read("g", 2, 5, consumer="c1"), read("g", 1, 1, consumer="c1"), read("i", 2, 1, consumer="c1", t=1500),
          read("a", 0, 0), read("z", 0, 1), read("f", 1, 0), read("d", 0, 3), read("k", 1, 2), read("j", 2, 2),
-         read("x", 0, 2, consumer="c2"), read("y", 0, 6, consumer="c2")]
+         read("x", 0, 2, consumer="c2"), read("y", 0, 6, consumer="c2"), read("w", 0, 4, consumer="c3")]
     sends, reads = frames(s, r)
     found = assert_same(_write(tmp_path / "edges", sends, reads), [(1, T, T + 10 * MS), (0, T, T + 1000 * MS)])
     kinds = set(found["kind"])
