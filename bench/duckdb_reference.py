@@ -25,7 +25,6 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from checkers import instances
 from checkers.availability import BUCKET_NS, NEVER
@@ -344,45 +343,6 @@ def breach_windows(run_dir: Path) -> list[tuple[int, int, int]]:
     return _breach_windows(model, samples)
 
 
-def _compare_rows(run_dir: Path, found: pd.DataFrame) -> list[str]:
-    """The instance rows against anomalies.parquet's (the check's judged rows, stalls aside), on their columns."""
-    path = run_dir / "anomalies.parquet"
-    if not path.exists():
-        return ["anomalies.parquet: missing"]
-    theirs = pq.read_table(path).to_pandas()
-    theirs = theirs[theirs["kind"] != "stall"]
-    cols = ["kind", "partition", "offset", "value", "producer", "op_id", "t_invoke_ns", "t_complete_ns", "t_read_ns"]
-    key = [f"{tuple(r)}" for r in theirs[cols].astype(object).where(theirs[cols].notna(), None).itertuples(False)]
-    mine = [f"{tuple(r)}" for r in found[cols].astype(object).where(found[cols].notna(), None).itertuples(False)]
-    extra, missing = sorted(set(mine) - set(key)), sorted(set(key) - set(mine))
-    return ([f"anomalies.parquet lacks {len(extra)} rows, e.g. {extra[:3]}"] if extra else []) + \
-        ([f"duckdb lacks {len(missing)} rows of anomalies.parquet, e.g. {missing[:3]}"] if missing else []) + \
-        ([f"rows: anomalies.parquet {len(key)}, duckdb {len(mine)}"] if len(key) != len(mine) else [])
-
-
-def compare_verdict(run_dir: Path, findings: Findings) -> list[str]:
-    """Differences between these findings and the run's verdict.json (counts, anomaly counts, stalls) and
-    anomalies.parquet (the rows)."""
-    from checkers.availability import stalls
-    verdict = json.loads((run_dir / "verdict.json").read_text())
-    meta = json.loads((run_dir / "meta.json").read_text())
-    run = findings.for_run(meta["run_id"])
-    found = stalls(run.ack_buckets, run.pending_buckets, [], verdict["availability"]["threshold_s"],
-                   meta.get("end_ns"))
-    mine = {k: int((run.instances["kind"] == k).sum()) for k in verdict["anomalies"]} | {"stall": len(found)}
-    diffs = [f"counts.{k}: verdict {v}, duckdb {run.counts.as_dict()[k]}" for k, v in verdict["counts"].items()
-             if run.counts.as_dict()[k] != v]
-    diffs += [f"anomalies.{k}: verdict {v}, duckdb {mine[k]}" for k, v in verdict["anomalies"].items() if mine[k] != v]
-    theirs = [s[:3] for s in verdict["availability"]["stalls"]]
-    ours = [[s.start_ns, s.end_ns, s.partition] for s in found]
-    if theirs != ours:
-        diffs.append(f"stalls: verdict {theirs}, duckdb {ours}")
-    diffs += _compare_rows(run_dir, run.instances)
-    if verdict["incomplete"]["status"] != "complete":
-        diffs.append("the verdict's run is incomplete: its lost counts leave out incomplete partitions")
-    return diffs
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir", type=Path)
@@ -406,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                       "final_reads": findings.final_reads[run_id], "acks": findings.acks[run_id],
                       "idempotent": findings.idempotent[run_id]}))
     if args.compare_verdict:
+        from verdict_compare import compare_verdict  # bench/, beside this script
         diffs = compare_verdict(args.run_dir, findings)
         print("\n".join(diffs) if diffs else "verdict.json and anomalies.parquet: counts, anomaly counts, stalls and "
               "instance rows all equal")
