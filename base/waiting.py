@@ -7,7 +7,7 @@ from typing import Callable, TypeVar
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, retry_if_result, stop_after_delay, wait_fixed
 
-from base.errors import HarnessError
+from kafka_chaos.base.errors import HarnessError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,16 +13,21 @@ mkdir -p "$WORK"
 git -C "$WORK/old" checkout -q --detach "$OLD"
 (cd "$ROOT" && "$PY" -c "
 from pathlib import Path
-from history.synthetic import write_synthetic_run
+from kafka_chaos.history.synthetic import write_synthetic_run
 p = Path('$RUN')
 if not (p / 'meta.json').exists():
     write_synthetic_run(p, sends=10_000_000, partitions=12, seed=0, faults=True)
 ")
 for i in $(seq "$ROUNDS"); do
   for side in new old; do
-    dir=$ROOT; [ $side = old ] && dir=$WORK/old
+    dir=$ROOT; mod=kafka_chaos.harness.cli
+    # the old side runs from its worktree by PYTHONPATH: only commits before the kafka_chaos namespace can (after
+    # it, this venv's editable install would map kafka_chaos.* back to this checkout)
+    if [ $side = old ]; then dir=$WORK/old; mod=harness.cli
+      [ -d "$dir/kafka_chaos" ] && { echo "ab_check: $OLD has the kafka_chaos namespace; A/B it from its own venv" >&2; exit 2; }
+    fi
     start=$(date +%s.%N)
-    (cd "$dir" && PYTHONPATH=$dir "$PY" -c "import sys; from harness.cli import main; sys.exit(main(['check', '$RUN', '--force']))" \
+    (cd "$dir" && PYTHONPATH=$dir "$PY" -c "import sys; from $mod import main; sys.exit(main(['check', '$RUN', '--force']))" \
       > "$WORK/$side-$i.log" 2>&1) || true
     end=$(date +%s.%N)
     echo "$side round $i: $(echo "$end - $start" | bc) s, load $(cut -d' ' -f1 /proc/loadavg)"

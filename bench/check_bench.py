@@ -80,7 +80,7 @@ def timed(cmd: list[str]) -> tuple[float, int, float]:
 
 
 def ensure_run(root: Path, sends: int, partitions: int) -> Path:
-    from history.synthetic import write_synthetic_run
+    from kafka_chaos.history.synthetic import write_synthetic_run
     run = root / f"bench-{sends}-p{partitions}"
     if not (run / "meta.json").exists():
         t = time.perf_counter()
@@ -98,7 +98,7 @@ def command(engine: str, run: Path, compare: bool = False) -> list[str]:
     if engine == "duckdb":
         return [sys.executable, str(Path(__file__).with_name("duckdb_reference.py")), str(run)] + \
             (["--compare-verdict"] if compare else [])
-    cli = [sys.executable, "-m", "harness.cli", "check", str(run), "--force"]
+    cli = [sys.executable, "-m", "kafka_chaos.harness.cli", "check", str(run), "--force"]
     return cli + (["--engine", "pandas"] if engine == "pandas" else [])
 
 

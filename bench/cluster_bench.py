@@ -14,10 +14,10 @@ import statistics
 import tempfile
 import time
 
-from cluster import distribution, image
-from cluster.config import ClusterConfig
-from cluster.engine import docker_client
-from cluster.kafka_cluster import KafkaCluster
+from kafka_chaos.cluster import distribution, image
+from kafka_chaos.cluster.config import ClusterConfig
+from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
 
 def cold_setup(version: str | None) -> tuple[str, float, float]:

@@ -26,10 +26,10 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from checkers import instances
-from checkers.availability import BUCKET_NS, NEVER
-from checkers.findings import Findings
-from checkers.reference import Counts
+from kafka_chaos.checkers import instances
+from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+from kafka_chaos.checkers.findings import Findings
+from kafka_chaos.checkers.reference import Counts
 
 OUTCOME_CODE = "CASE outcome WHEN 'ok' THEN 0 WHEN 'fail' THEN 1 WHEN 'info' THEN 2 ELSE 3 END"
 ACKS_CODE = "CASE acks WHEN '0' THEN 0 WHEN '1' THEN 1 WHEN 'all' THEN 2 ELSE 3 END"
@@ -336,9 +336,9 @@ def find(run_dir: Path, windows=(), con=None) -> Findings:
 
 def breach_windows(run_dir: Path) -> list[tuple[int, int, int]]:
     """The certain under-min-ISR windows, from the ISR model exactly as `kafka-chaos check` gets them."""
-    from checkers.check import _breach_windows, _model_for
-    from history.meta import load_meta
-    from history.reader import validate_run
+    from kafka_chaos.checkers.check import _breach_windows, _model_for
+    from kafka_chaos.history.meta import load_meta
+    from kafka_chaos.history.reader import validate_run
     model, samples = _model_for(validate_run(run_dir), load_meta(run_dir))
     return _breach_windows(model, samples)
 

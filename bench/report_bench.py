@@ -25,11 +25,11 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS  # noqa: E402
-from history.synthetic import write_synthetic_run  # noqa: E402
-from report.browser import HeadlessChromium  # noqa: E402
-from report.bundle import plotly_js  # noqa: E402
-from report.page import write_report  # noqa: E402
+from kafka_chaos.history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS  # noqa: E402
+from kafka_chaos.history.synthetic import write_synthetic_run  # noqa: E402
+from kafka_chaos.report.browser import HeadlessChromium  # noqa: E402
+from kafka_chaos.report.bundle import plotly_js  # noqa: E402
+from kafka_chaos.report.page import write_report  # noqa: E402
 
 SIZE_TARGET_MB = 1.5
 RENDER_TARGET_S = 3

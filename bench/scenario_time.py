@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.runner import RunOptions, run, summary_lines
+from kafka_chaos.harness.runner import RunOptions, run, summary_lines
 
 
 def main() -> None:

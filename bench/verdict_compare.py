@@ -37,7 +37,7 @@ def compare_rows(run_dir: Path, found: pd.DataFrame) -> list[str]:
 def compare_verdict(run_dir: Path, findings) -> list[str]:
     """Differences between DuckDB's Findings and the run's verdict.json (counts, anomaly counts, stalls) and
     anomalies.parquet (the rows)."""
-    from checkers.availability import stalls
+    from kafka_chaos.checkers.availability import stalls
     run_dir = Path(run_dir)
     verdict = json.loads((run_dir / "verdict.json").read_text())
     meta = json.loads((run_dir / "meta.json").read_text())

@@ -19,12 +19,12 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cluster.config import ClusterConfig
-from cluster.kafka_cluster import KafkaCluster
-from history.journal import producer_paths, read_progress
-from history.writer import HistoryWriter
-from workloads.profile import ProducerProfile
-from workloads.run import Workload, WorkloadConfig
+from kafka_chaos.cluster.config import ClusterConfig
+from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+from kafka_chaos.history.journal import producer_paths, read_progress
+from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.run import Workload, WorkloadConfig
 
 SETTINGS = {
     "acks=all idempotent": ProducerProfile(acks="all", idempotent=True),

@@ -13,14 +13,14 @@ from pathlib import Path
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers import instances
-from checkers import spark_divergent as divergent
-from checkers import spark_hub as hub
-from checkers import spark_queries as q
-from checkers.availability import BUCKET_NS, NEVER
-from checkers.findings import Findings
-from checkers.reference import Counts
-from checkers.spark_collect import (
+from kafka_chaos.checkers import instances
+from kafka_chaos.checkers import spark_divergent as divergent
+from kafka_chaos.checkers import spark_hub as hub
+from kafka_chaos.checkers import spark_queries as q
+from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+from kafka_chaos.checkers.findings import Findings
+from kafka_chaos.checkers.reference import Counts
+from kafka_chaos.checkers.spark_collect import (
     READ_COLUMNS,
     SEND_COLUMNS,
     instance_rows,

@@ -23,6 +23,7 @@ import pandas as pd
 BUCKET_NS = 100_000_000
 DEFAULT_THRESHOLD_S = 2.0
 NEVER = int(np.iinfo(np.int64).max)
+FIRST = int(np.iinfo(np.int64).min)     # before any span
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,9 @@ def islands(spans: pd.DataFrame, gap_ns: int = BUCKET_NS) -> pd.DataFrame:
     if not len(spans):
         return spans.reset_index(drop=True)
     s = spans.sort_values(["partition", "first", "last"], kind="stable").reset_index(drop=True)
-    before = s.groupby("partition")["last"].transform(lambda x: x.cummax().shift(1))
-    new = before.isna() | (s["first"] - gap_ns > before)
+    # shifted with an integer fill, not NaN: a float64 `before` is off by up to 256 ns at today's timestamps
+    before = s.groupby("partition")["last"].transform(lambda x: x.cummax().shift(1, fill_value=FIRST))
+    new = s["first"] - gap_ns > before
     island = new.astype("int64").groupby(s["partition"]).cumsum()
     return s.assign(island=island).groupby(["partition", "island"], as_index=False) \
         .agg(first=("first", "min"), last=("last", "max")).drop(columns="island")

@@ -18,19 +18,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from base import exits
-from base.errors import HarnessError, UsageError
-from checkers import availability, reference
-from checkers.client import message_timeouts
-from checkers.completeness import completeness
-from checkers.findings import Findings
-from checkers.model import ModelConfig, ModelResult, observed, run_model
-from checkers.model.windows import intersect_windows
-from checkers.verdict import anomalies_table, build_verdict, judge
-from history.layout import is_run_dir, run_dirs, sends_path
-from history.meta import HistoryError, RunMeta, load_meta
-from history.reader import read_table, validate_run
-from history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.base import exits
+from kafka_chaos.base.errors import HarnessError, UsageError
+from kafka_chaos.checkers import availability, reference
+from kafka_chaos.checkers.client import message_timeouts
+from kafka_chaos.checkers.completeness import completeness
+from kafka_chaos.checkers.findings import Findings
+from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
+from kafka_chaos.checkers.model.windows import intersect_windows
+from kafka_chaos.checkers.verdict import anomalies_table, build_verdict, judge
+from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
+from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
+from kafka_chaos.history.reader import read_table, validate_run
+from kafka_chaos.history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +201,8 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
 def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
-        from checkers.anomalies import find_anomalies_spark
-        from checkers.spark import get_spark
+        from kafka_chaos.checkers.anomalies import find_anomalies_spark
+        from kafka_chaos.checkers.spark import get_spark
         return find_anomalies_spark(get_spark(spark_master), runs, windows)
     if engine == "pandas":
         return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()}, windows)

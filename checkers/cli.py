@@ -38,11 +38,11 @@ def add_judgement_options(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace):
-    from checkers.check import CheckSettings
+    from kafka_chaos.checkers.check import CheckSettings
     return CheckSettings(stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from checkers.check import check_many
+    from kafka_chaos.checkers.check import check_many
     return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
                       settings=settings_from(args), as_json=args.json)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from history.meta import RunMeta
+from kafka_chaos.history.meta import RunMeta
 
 COMPLETE, INCOMPLETE = "complete", "incomplete"
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from checkers import instances
-from checkers.reference import Counts
+from kafka_chaos.checkers import instances
+from kafka_chaos.checkers.reference import Counts
 
 
 @dataclass

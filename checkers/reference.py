@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from checkers import instances
-from history.schema import ACKED
+from kafka_chaos.checkers import instances
+from kafka_chaos.history.schema import ACKED
 
 
 @dataclass(frozen=True)

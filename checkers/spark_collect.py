@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers import instances
+from kafka_chaos.checkers import instances
 
 SEND_COLUMNS = {"op_id": "long", "process": "int", "producer": "string", "acks": "string", "idempotent": "boolean",
                 "value": "string", "partition": "int", "offset": "long", "outcome": "string",

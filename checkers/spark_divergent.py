@@ -16,9 +16,9 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers import spark_hub as hub
-from checkers import spark_queries as q
-from checkers.spark_collect import instance_rows, to_pandas
+from kafka_chaos.checkers import spark_hub as hub
+from kafka_chaos.checkers import spark_queries as q
+from kafka_chaos.checkers.spark_collect import instance_rows, to_pandas
 
 MAX_CANDIDATE_POSITIONS = 1_000_000     # more: group every read by position instead
 AT = ["run", "partition", "offset"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.spark_queries import ACKED_CODES, CANDIDATE_KINDS, FAIL, INFO, OK
+from kafka_chaos.checkers.spark_queries import ACKED_CODES, CANDIDATE_KINDS, FAIL, INFO, OK
 
 POS_SHIFT = 1 << 40          # offsets below 2^40 (a trillion), partitions below 2^23: no overflow
 HUB_FLAGS = ("k_ambiguous", "k_stray")

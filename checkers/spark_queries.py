@@ -19,7 +19,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from history.schema import ACKED, ACKS_LEVELS
+from kafka_chaos.history.schema import ACKED, ACKS_LEVELS
 
 OUTCOMES = ("ok", "fail", "info")          # outcome code: the index; anything else: len(OUTCOMES)
 ACKS = ACKS_LEVELS                         # acks code: the index; anything else: len(ACKS)
@@ -51,7 +51,7 @@ def ack_buckets(sends: DataFrame, bucket_ns: int) -> DataFrame:
     """(run, partition, first, last): ack times of acks=1/all ok sends per bucket, merged into islands of acks no
     more than a bucket apart (checkers.availability)."""
     ok = sends.where((F.col("outcome") == "ok") & F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
-    buckets = ok.groupBy("run", "partition", F.floor(F.col("t_complete_ns") / bucket_ns).alias("b")) \
+    buckets = ok.groupBy("run", "partition", F.expr(f"t_complete_ns div {bucket_ns}").alias("b")) \
         .agg(F.min("t_complete_ns").alias("first"), F.max("t_complete_ns").alias("last")).drop("b")
     return islands(buckets, bucket_ns)
 
@@ -60,7 +60,7 @@ def pending_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
     """(run, partition, first, last): first invoke and last completion (`never` if one never completed) of the
     acks=1/all sends invoked in each bucket, merged into islands that overlap or lie a bucket apart."""
     acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
-    buckets = acked.groupBy("run", "partition", F.floor(F.col("t_invoke_ns") / bucket_ns).alias("b")) \
+    buckets = acked.groupBy("run", "partition", F.expr(f"t_invoke_ns div {bucket_ns}").alias("b")) \
         .agg(F.min("t_invoke_ns").alias("first"),
              F.max(F.coalesce(F.col("t_complete_ns"), F.lit(never))).alias("last")).drop("b")
     return islands(buckets, bucket_ns)

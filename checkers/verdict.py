@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from checkers import availability, instances
-from checkers.client import epoch_bump_between
-from checkers.completeness import Completeness
-from checkers.model import ModelResult
-from checkers.reference import Counts
-from history.meta import RunMeta
-from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
+from kafka_chaos.checkers import availability, instances
+from kafka_chaos.checkers.client import epoch_bump_between
+from kafka_chaos.checkers.completeness import Completeness
+from kafka_chaos.checkers.model import ModelResult
+from kafka_chaos.checkers.reference import Counts
+from kafka_chaos.history.meta import RunMeta
+from kafka_chaos.history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
 
 LOST_KINDS = ("lost", "lost_after_read")
 SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "failed_read", "recovered",

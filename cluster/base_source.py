@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from base.errors import UsageError
+from kafka_chaos.base.errors import UsageError
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_SUITE = "bookworm"                  # Debian 12, the release debian:12-slim is, with openjdk-17

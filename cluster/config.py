@@ -6,8 +6,8 @@ import json
 import uuid
 from dataclasses import asdict, dataclass, field
 
-from base.errors import UsageError
-from base.versions import ELR_DEFAULT_FROM, version_tuple
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.base.versions import ELR_DEFAULT_FROM, version_tuple
 
 BROKER_PORT, CONTROLLER_PORT = 9092, 9093
 FIRST_CONTROLLER_ID = 101

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from base.errors import EnvironmentProblem, UsageError
-from base.paths import DOCKER_CONTEXT, cache_dir
-from base.progress import Step, step
-from base.versions import version_tuple
+from kafka_chaos.base.errors import EnvironmentProblem, UsageError
+from kafka_chaos.base.paths import DOCKER_CONTEXT, cache_dir
+from kafka_chaos.base.progress import Step, step
+from kafka_chaos.base.versions import version_tuple
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import docker.errors
 
 import docker
-from base.errors import EnvironmentProblem
+from kafka_chaos.base.errors import EnvironmentProblem
 
 
 def docker_client() -> docker.DockerClient:

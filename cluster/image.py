@@ -21,10 +21,10 @@ from pathlib import Path
 import docker.errors
 
 import docker
-from base.errors import EnvironmentProblem, UsageError
-from base.paths import DOCKER_CONTEXT, cache_dir
-from base.progress import Step, step
-from cluster.base_source import (
+from kafka_chaos.base.errors import EnvironmentProblem, UsageError
+from kafka_chaos.base.paths import DOCKER_CONTEXT, cache_dir
+from kafka_chaos.base.progress import Step, step
+from kafka_chaos.cluster.base_source import (
     DEBOOTSTRAP,
     DEFAULT_MIRROR,
     DEFAULT_SUITE,
@@ -36,7 +36,7 @@ from cluster.base_source import (
     mirror_problem,
     read_host_apt,
 )
-from cluster.distribution import KafkaDistribution
+from kafka_chaos.cluster.distribution import KafkaDistribution
 
 log = logging.getLogger(__name__)
 

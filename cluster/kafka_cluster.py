@@ -18,16 +18,16 @@ import docker.errors
 from docker.types import IPAMConfig, IPAMPool
 
 import docker
-from base.errors import EnvironmentProblem, UsageError
-from base.paths import DOCKER_CONTEXT
-from base.waiting import WaitTimeout, wait_until
-from cluster import config as cfg
-from cluster import distribution, image
-from cluster.config import ClusterConfig
-from cluster.engine import docker_client
-from cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
-from cluster.node import Node
-from cluster.reaper import LABEL_RUN, Reaper, remove_labelled
+from kafka_chaos.base.errors import EnvironmentProblem, UsageError
+from kafka_chaos.base.paths import DOCKER_CONTEXT
+from kafka_chaos.base.waiting import WaitTimeout, wait_until
+from kafka_chaos.cluster import config as cfg
+from kafka_chaos.cluster import distribution, image
+from kafka_chaos.cluster.config import ClusterConfig
+from kafka_chaos.cluster.engine import docker_client
+from kafka_chaos.cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
+from kafka_chaos.cluster.node import Node
+from kafka_chaos.cluster.reaper import LABEL_RUN, Reaper, remove_labelled
 
 log = logging.getLogger(__name__)
 

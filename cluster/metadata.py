@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from base.errors import HarnessError, UsageError
-from base.waiting import wait_until
+from kafka_chaos.base.errors import HarnessError, UsageError
+from kafka_chaos.base.waiting import wait_until
 
 
 @dataclass

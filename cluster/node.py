@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import docker.errors
 
 import docker
-from base.errors import HarnessError
+from kafka_chaos.base.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ class Reaper:
     def __init__(self, run_id: str):
         self.run_id = run_id
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "cluster.reaper", f"{LABEL_RUN}={run_id}"],
+            [sys.executable, "-m", "kafka_chaos.cluster.reaper", f"{LABEL_RUN}={run_id}"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C to the harness's process group must not kill the reaper
         )

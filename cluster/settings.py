@@ -10,8 +10,8 @@ import re
 from dataclasses import replace
 from typing import Iterable
 
-from base.errors import UsageError
-from cluster.config import ClusterConfig
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.cluster.config import ClusterConfig
 
 # Kafka's config names: lower-case words joined by '.', '-' or '_' (e.g. replica.lag.time.max.ms).
 _KEY = re.compile(r"[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*")

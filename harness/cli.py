@@ -13,14 +13,14 @@ import signal
 import sys
 import traceback
 
-from base import exits
-from base.errors import HarnessError
-from checkers import cli as checkers_cli
-from harness import commands as harness_commands
-from harness import run_cli
-from history import cli as history_cli
-from nemesis import cli as nemesis_cli
-from report import cli as report_cli
+from kafka_chaos.base import exits
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.checkers import cli as checkers_cli
+from kafka_chaos.harness import commands as harness_commands
+from kafka_chaos.harness import run_cli
+from kafka_chaos.history import cli as history_cli
+from kafka_chaos.nemesis import cli as nemesis_cli
+from kafka_chaos.report import cli as report_cli
 
 # The modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (

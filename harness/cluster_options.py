@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, replace
 
-from base.errors import UsageError
-from cluster.config import ClusterConfig
-from cluster.settings import parse_settings, with_broker_settings
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.cluster.config import ClusterConfig
+from kafka_chaos.cluster.settings import parse_settings, with_broker_settings
 
 # ClusterChoice attribute -> (ClusterConfig field, flag)
 _FIELDS = {

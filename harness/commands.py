@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from cluster.config import ClusterConfig
-from harness.cluster_options import ClusterChoice, add_cluster_options, explicit_flags
+from kafka_chaos.cluster.config import ClusterConfig
+from kafka_chaos.harness.cluster_options import ClusterChoice, add_cluster_options, explicit_flags
 
 
 def add_name_option(p: argparse.ArgumentParser) -> None:
@@ -41,15 +41,15 @@ def register(sub) -> None:
 
 
 def _cmd_setup(args) -> int:
-    from cluster import distribution, image
-    from cluster.engine import docker_client
+    from kafka_chaos.cluster import distribution, image
+    from kafka_chaos.cluster.engine import docker_client
 
     client = docker_client()
     if args.image:
         print(image.use_external_image(client, args.image))
         return 0
-    from cluster.base_source import BaseRequest
-    from harness.live import setup_progress
+    from kafka_chaos.cluster.base_source import BaseRequest
+    from kafka_chaos.harness.live import setup_progress
 
     request = BaseRequest.from_env(args.base_image, args.debian_mirror)
     with setup_progress():
@@ -64,15 +64,15 @@ def _cmd_setup(args) -> int:
 
 
 def _cmd_cluster_up(args) -> int:
-    from cluster.kafka_cluster import KafkaCluster
-    from cluster.settings import check_topic_settings, parse_settings
+    from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+    from kafka_chaos.cluster.settings import check_topic_settings, parse_settings
 
     topic = parse_settings(args.topic_config, "--topic-config")
     check_topic_settings(topic)
     config = ClusterChoice.from_args(args).apply(
         ClusterConfig(name=args.name, kafka_version=args.kafka_version, topic_settings=topic),
         explicit_flags(args.min_isr, args.unclean))
-    from harness.live import setup_progress
+    from kafka_chaos.harness.live import setup_progress
 
     with setup_progress():
         cluster = KafkaCluster(config, persistent=True).up()
@@ -82,17 +82,17 @@ def _cmd_cluster_up(args) -> int:
 
 
 def _cmd_cluster_status(args) -> int:
-    from cluster.kafka_cluster import KafkaCluster
+    from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
     print(KafkaCluster.attach(args.name).status())
     return 0
 
 
 def _cmd_cluster_down(args) -> int:
-    from base.errors import UsageError
-    from cluster.engine import docker_client
-    from cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster, remove_all
-    from cluster.reaper import remove_labelled
+    from kafka_chaos.base.errors import UsageError
+    from kafka_chaos.cluster.engine import docker_client
+    from kafka_chaos.cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster, remove_all
+    from kafka_chaos.cluster.reaper import remove_labelled
 
     if args.all:
         docker_client()

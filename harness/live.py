@@ -20,7 +20,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Te
 from rich.table import Table
 from rich.text import Text
 
-from base import progress as steps
+from kafka_chaos.base import progress as steps
 
 log = logging.getLogger("kafka-chaos")
 PLAIN_INTERVAL_S, LIVE_INTERVAL_S, MIN_RATE_WINDOW_S = 5.0, 1.0, 0.5

@@ -65,16 +65,16 @@ def _adopt_old_spellings(config) -> None:
 
 def _settings(config) -> tuple[dict[str, str], dict[str, str]]:
     """--chaos-broker-config and --chaos-topic-config, checked once at start-up (a pytest usage error if bad)."""
-    from base.errors import HarnessError
-    from cluster.settings import check_topic_settings, parse_settings
+    from kafka_chaos.base.errors import HarnessError
+    from kafka_chaos.cluster.settings import check_topic_settings, parse_settings
 
     try:
         broker = parse_settings(config.getoption("--chaos-broker-config"), "--chaos-broker-config")
         topic = parse_settings(config.getoption("--chaos-topic-config"), "--chaos-topic-config")
         check_topic_settings(topic)
         if broker:                         # bad values of the settings the harness reads, before any cluster starts
-            from harness.cluster_options import ClusterChoice
-            from harness.run_options import chaos_cluster_config
+            from kafka_chaos.harness.cluster_options import ClusterChoice
+            from kafka_chaos.harness.run_options import chaos_cluster_config
 
             ClusterChoice(broker_config=broker).apply(chaos_cluster_config("pytest"))
     except HarnessError as e:
@@ -87,7 +87,7 @@ _SETTINGS = pytest.StashKey[tuple]()
 
 def pytest_configure(config):
     if config.getoption("--chaos-shard", None):
-        from harness.shards import ShardSelection
+        from kafka_chaos.harness.shards import ShardSelection
 
         config.pluginmanager.register(ShardSelection(*config.getoption("--chaos-shard")), "kafka-chaos-shard")
     config.addinivalue_line("markers", "chaos: a fault scenario run end to end against a real cluster")
@@ -120,7 +120,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _shard(text: str) -> tuple[int, int]:
-    from harness.shards import parse_shard
+    from kafka_chaos.harness.shards import parse_shard
 
     return parse_shard(text)
 
@@ -129,10 +129,10 @@ def _shard(text: str) -> tuple[int, int]:
 def chaos_cluster(request):
     """The session's chaos cluster, with --chaos-broker-config applied; with --chaos-keep-cluster it is left
     running (and reused next time, if it has those settings)."""
-    from base.errors import UsageError
-    from cluster.kafka_cluster import KafkaCluster
-    from harness.cluster_options import ClusterChoice
-    from harness.runner import chaos_cluster_config
+    from kafka_chaos.base.errors import UsageError
+    from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+    from kafka_chaos.harness.cluster_options import ClusterChoice
+    from kafka_chaos.harness.runner import chaos_cluster_config
 
     keep = request.config.getoption("--chaos-keep-cluster")
     version = request.config.getoption("--chaos-kafka-version")
@@ -155,7 +155,7 @@ def chaos_cluster(request):
 @pytest.fixture
 def nemesis(chaos_cluster):
     """A Nemesis on the session cluster; whatever it started is healed after the test."""
-    from nemesis.control import Nemesis
+    from kafka_chaos.nemesis.control import Nemesis
 
     n = Nemesis(chaos_cluster)
     yield n
@@ -168,8 +168,8 @@ def chaos_run(request, chaos_cluster):
 
     The result's report path and the verdict's counts go into the test's report (JUnit properties, pytest-html).
     """
-    from harness.runner import RunOptions, run
-    from nemesis.control import sweep
+    from kafka_chaos.harness.runner import RunOptions, run
+    from kafka_chaos.nemesis.control import sweep
 
     cfg = request.config
     results = Path(cfg.getoption("--chaos-results") or "results")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness import scenarios
-from harness.cluster_options import ClusterChoice, add_cluster_options
-from harness.run_options import chaos_cluster_config
+from kafka_chaos.harness import scenarios
+from kafka_chaos.harness.cluster_options import ClusterChoice, add_cluster_options
+from kafka_chaos.harness.run_options import chaos_cluster_config
 
 
 def register(sub) -> None:
@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
     add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s
-    from checkers.cli import add_engine_option, add_judgement_options
+    from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
     add_engine_option(p)
     add_judgement_options(p)
     p.set_defaults(func=_cmd_run)
@@ -45,8 +45,8 @@ def _cmd_scenarios(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from cluster.settings import parse_settings
-    from harness.runner import RunOptions, run, summary_lines
+    from kafka_chaos.cluster.settings import parse_settings
+    from kafka_chaos.harness.runner import RunOptions, run, summary_lines
 
     opts = RunOptions(
         scenario=args.scenario, acks=args.acks, min_isr=args.min_isr, idempotence=args.idempotence,

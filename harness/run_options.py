@@ -8,13 +8,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from base.errors import UsageError
-from checkers.check import CheckSettings
-from cluster.config import ClusterConfig
-from cluster.settings import BROKER_FIELDS, check_topic_settings, conflict, typed
-from harness import scenarios
-from harness.cluster_options import ClusterChoice
-from workloads.profile import ProducerProfile
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.checkers.check import CheckSettings
+from kafka_chaos.cluster.config import ClusterConfig
+from kafka_chaos.cluster.settings import BROKER_FIELDS, check_topic_settings, conflict, typed
+from kafka_chaos.harness import scenarios
+from kafka_chaos.harness.cluster_options import ClusterChoice
+from kafka_chaos.workloads.profile import ProducerProfile
 
 DEFAULT_RESULTS = Path("results")
 DEFAULT_MIN_ISR = 2

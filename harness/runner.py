@@ -10,19 +10,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from base.errors import UsageError
-from checkers.check import check_run
-from cluster.config import elr_default
-from cluster.kafka_cluster import KafkaCluster
-from harness import scenarios
-from harness.live import LiveDisplay
-from harness.run_options import DEFAULT_RESULTS, RunOptions, chaos_cluster_config  # noqa: F401 (re-exported)
-from history.meta import RunMeta
-from history.writer import HistoryWriter
-from nemesis.control import Nemesis
-from nemesis.schedule import ScheduleRunner
-from report.page import write_report
-from workloads.run import Workload, WorkloadConfig
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.checkers.check import check_run
+from kafka_chaos.cluster.config import elr_default
+from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+from kafka_chaos.harness import scenarios
+from kafka_chaos.harness.live import LiveDisplay
+from kafka_chaos.harness.run_options import DEFAULT_RESULTS, RunOptions, chaos_cluster_config  # noqa: F401 (re-exported)
+from kafka_chaos.history.meta import RunMeta
+from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.nemesis.control import Nemesis
+from kafka_chaos.nemesis.schedule import ScheduleRunner
+from kafka_chaos.report.page import write_report
+from kafka_chaos.workloads.run import Workload, WorkloadConfig
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _warm_spark() -> None:
 
     def start():
         try:
-            from checkers.spark import get_spark
+            from kafka_chaos.checkers.spark import get_spark
 
             get_spark()
         except Exception as e:           # the check itself reports a Spark problem properly

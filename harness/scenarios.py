@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from base.errors import UsageError
-from nemesis.schedule import Schedule, mix, once, sequence, spec, stagger
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.nemesis.schedule import Schedule, mix, once, sequence, spec, stagger
 
 TOPIC = "chaos"
 

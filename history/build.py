@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from base.errors import HarnessError
-from history.journal import (
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.history.journal import (
     CLUSTER_FILE,
     COMPLETE_COLUMNS,
     FAULTS_FILE,
@@ -29,7 +29,7 @@ from history.journal import (
     complete_lines,
     unesc,
 )
-from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 log = logging.getLogger(__name__)
 

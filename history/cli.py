@@ -16,7 +16,7 @@ def register(subparsers) -> None:
 
 
 def _cmd_repair(args: argparse.Namespace) -> int:
-    from history.writer import repair
+    from kafka_chaos.history.writer import repair
 
     summary = repair(args.dir)
     print(f"{args.dir}: {summary}")

@@ -10,11 +10,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from base.errors import HarnessError
-from base.versions import ELR_DEFAULT_FROM, NEWEST_KNOWN_KAFKA
-from base.versions import version_tuple as base_version_tuple
-from history.layout import META_FILE
-from history.schema import META_REQUIRED
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.base.versions import ELR_DEFAULT_FROM, NEWEST_KNOWN_KAFKA
+from kafka_chaos.base.versions import version_tuple as base_version_tuple
+from kafka_chaos.history.layout import META_FILE
+from kafka_chaos.history.schema import META_REQUIRED
 
 
 class HistoryError(HarnessError):

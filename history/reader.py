@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from history.meta import HistoryError
-from history.schema import HISTORY_FILES
+from kafka_chaos.history.meta import HistoryError
+from kafka_chaos.history.schema import HISTORY_FILES
 
 
 def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:

@@ -12,12 +12,12 @@ import shutil
 import time
 from pathlib import Path
 
-from base.errors import UsageError
-from history.build import HistorySummary, build_history
-from history.journal import CLUSTER_FILE, FAULTS_FILE, EventJournal, write_atomic
-from history.layout import META_FILE, RUN_MARKERS
-from history.meta import RunMeta
-from history.schema import META_REQUIRED
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.history.build import HistorySummary, build_history
+from kafka_chaos.history.journal import CLUSTER_FILE, FAULTS_FILE, EventJournal, write_atomic
+from kafka_chaos.history.layout import META_FILE, RUN_MARKERS
+from kafka_chaos.history.meta import RunMeta
+from kafka_chaos.history.schema import META_REQUIRED
 
 
 class HistoryWriter:

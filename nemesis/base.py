@@ -12,9 +12,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
-from base.errors import HarnessError, UsageError
-from base.waiting import retry_call
-from nemesis.events import FaultEvent, Record
+from kafka_chaos.base.errors import HarnessError, UsageError
+from kafka_chaos.base.waiting import retry_call
+from kafka_chaos.nemesis.events import FaultEvent, Record
 
 
 class FaultError(HarnessError):

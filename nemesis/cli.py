@@ -11,13 +11,13 @@ import json
 import sys
 import time
 
-from base import exits
-from base.errors import UsageError
-from nemesis import registry
-from nemesis.control import Nemesis, sweep
-from nemesis.events import FaultEvent
-from nemesis.registry import FaultArgs
-from nemesis.schedule import exit_on_signals
+from kafka_chaos.base import exits
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.nemesis import registry
+from kafka_chaos.nemesis.control import Nemesis, sweep
+from kafka_chaos.nemesis.events import FaultEvent
+from kafka_chaos.nemesis.registry import FaultArgs
+from kafka_chaos.nemesis.schedule import exit_on_signals
 
 
 def register(subparsers) -> None:
@@ -66,7 +66,7 @@ def _cmd_nemesis(args) -> int:
             targets=args.target, topic=args.topic, partition=args.partition, seed=args.seed,
             probability=args.probability, peers=args.peers, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms,
             interval_s=args.interval))
-    from cluster.kafka_cluster import KafkaCluster
+    from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
     cluster = KafkaCluster.attach(args.name)
     if fault is None:

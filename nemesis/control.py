@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from base.errors import HarnessError
-from nemesis import netrules
-from nemesis.base import Fault
-from nemesis.events import Record, discard
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.nemesis import netrules
+from kafka_chaos.nemesis.base import Fault
+from kafka_chaos.nemesis.events import Record, discard
 
 log = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ touches nothing: a latency fault that silently did nothing would make a run clai
 """
 from __future__ import annotations
 
-from base.errors import EnvironmentProblem, UsageError
-from cluster.node import NodeCommandError
-from nemesis import netrules
-from nemesis.base import Fault, Target
+from kafka_chaos.base.errors import EnvironmentProblem, UsageError
+from kafka_chaos.cluster.node import NodeCommandError
+from kafka_chaos.nemesis import netrules
+from kafka_chaos.nemesis.base import Fault, Target
 
 NO_NETEM = "Specified qdisc kind is unknown"
 

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from cluster.node import Node, NodeCommandError
+from kafka_chaos.cluster.node import Node, NodeCommandError
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from base.errors import UsageError
-from cluster.node import NodeCommandError
-from nemesis import netrules
-from nemesis.base import Fault, Followers, Leader, Nodes, Target
-from nemesis.events import CLIENT
-from nemesis.netrules import Rule
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.cluster.node import NodeCommandError
+from kafka_chaos.nemesis import netrules
+from kafka_chaos.nemesis.base import Fault, Followers, Leader, Nodes, Target
+from kafka_chaos.nemesis.events import CLIENT
+from kafka_chaos.nemesis.netrules import Rule
 
 Drop = tuple  # (src, dst): node id or CLIENT
 

@@ -9,9 +9,9 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from base.errors import HarnessError
-from base.waiting import wait_until
-from nemesis.base import Fault, FaultError, Followers, Leader, Target
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.nemesis.base import Fault, FaultError, Followers, Leader, Target
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from base.errors import UsageError
-from nemesis import latency, network, process
-from nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.nemesis import latency, network, process
+from kafka_chaos.nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 
-from base.errors import UsageError
-from nemesis import registry
-from nemesis.base import Fault
-from nemesis.control import Nemesis
-from nemesis.registry import FaultArgs
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.nemesis import registry
+from kafka_chaos.nemesis.base import Fault
+from kafka_chaos.nemesis.control import Nemesis
+from kafka_chaos.nemesis.registry import FaultArgs
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from base.errors import UsageError
+from kafka_chaos.base.errors import UsageError
 
 
 def register(sub) -> None:
@@ -21,8 +21,8 @@ def register(sub) -> None:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     # imported here so `kafka-chaos --help` does not pay for pandas and plotly
-    from report.page import write_report
-    from report.suite import SuiteOptions, write_suite
+    from kafka_chaos.report.page import write_report
+    from kafka_chaos.report.suite import SuiteOptions, write_suite
 
     if bool(args.results_dir) == bool(args.suite):
         raise UsageError("give either RESULTS_DIR or --suite RESULTS_ROOT",

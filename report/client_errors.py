@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from history.client_log import CLIENT_LOG, read_client_log
-from report.data import RunData
+from kafka_chaos.history.client_log import CLIENT_LOG, read_client_log
+from kafka_chaos.report.data import RunData
 
 LEVELS = ("CRITICAL", "ERROR", "WARNING")        # the summary's rows; quieter levels are only counted
 MAX_ROWS = 30

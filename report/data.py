@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from base.errors import HarnessError
-from history.layout import sends_path
-from history.meta import read_meta_dict
-from history.schema import ANOMALY_KINDS  # noqa: F401  (re-exported for the tables)
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.history.layout import sends_path
+from kafka_chaos.history.meta import read_meta_dict
+from kafka_chaos.history.schema import ANOMALY_KINDS  # noqa: F401  (re-exported for the tables)
 
 SEND_COLUMNS = ["op_id", "producer", "acks", "idempotent", "partition", "offset", "outcome", "error",
                 "t_invoke_ns", "t_complete_ns"]

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from report.data import FaultWindow, PartitionSeries, Timeline
+from kafka_chaos.report.data import FaultWindow, PartitionSeries, Timeline
 
 COLOURS = {"ok": "#2e7d32", "fail": "#c62828", "info": "#ef6c00", "p50": "#1565c0", "p95": "#6a1b9a",
            "p99": "#ad1457", "max": "#9e9e9e", "leader": "#37474f", "isr": "#1565c0", "elr": "#8d6e63"}

@@ -14,10 +14,10 @@ import jinja2
 import plotly.graph_objects as go
 from markupsafe import Markup
 
-from history.layout import REPORT_FILE
-from report import bundle, data, figures, tables
-from report.client_errors import client_errors
-from report.data import ReportOptions, RunData
+from kafka_chaos.history.layout import REPORT_FILE
+from kafka_chaos.report import bundle, data, figures, tables
+from kafka_chaos.report.client_errors import client_errors
+from kafka_chaos.report.data import ReportOptions, RunData
 
 TEMPLATES = Path(__file__).parent / "templates"
 REPORT_NAME = REPORT_FILE

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from base.errors import HarnessError
-from history.layout import run_dirs, sends_path
-from history.meta import HistoryError, read_meta_dict
-from report.data import ReportOptions
-from report.page import REPORT_NAME, template_environment, write_report
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.history.layout import run_dirs, sends_path
+from kafka_chaos.history.meta import HistoryError, read_meta_dict
+from kafka_chaos.report.data import ReportOptions
+from kafka_chaos.report.page import REPORT_NAME, template_environment, write_report
 
 log = logging.getLogger(__name__)
 INDEX_NAME = "index.html"

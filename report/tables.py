@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from report.data import ANOMALY_KINDS, ReportOptions, RunData, anomaly_time_ns, offset_ranges, reads_near
+from kafka_chaos.report.data import ANOMALY_KINDS, ReportOptions, RunData, anomaly_time_ns, offset_ranges, reads_near
 
 PRODUCER_KEYS = ("name", "acks", "idempotent", "max_in_flight", "retries", "delivery_timeout_ms",
                  "request_timeout_ms", "linger_ms", "rate")

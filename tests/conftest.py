@@ -10,14 +10,14 @@ import uuid
 
 import pytest
 
-from cluster.config import ClusterConfig
+from kafka_chaos.cluster.config import ClusterConfig
 
 TEST_VERSION = os.environ.get("KAFKA_CHAOS_TEST_VERSION") or None
 
 
 def fast_cluster_config(name: str, **overrides) -> ClusterConfig:
     """The chaos runs' cluster shape (6 s session timeout, 5 s ISR lag), at the version under test."""
-    from harness.runner import chaos_cluster_config
+    from kafka_chaos.harness.runner import chaos_cluster_config
 
     return chaos_cluster_config(name, overrides.pop("kafka_version", TEST_VERSION), **overrides)
 
@@ -25,7 +25,7 @@ def fast_cluster_config(name: str, **overrides) -> ClusterConfig:
 @pytest.fixture(scope="session")
 def cluster():
     """A 3-broker + 1-controller cluster for the whole test process, removed at the end."""
-    from cluster.kafka_cluster import KafkaCluster
+    from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
     c = KafkaCluster(fast_cluster_config(f"test{os.getpid()}"))
     c.up()
@@ -39,7 +39,7 @@ def topic(cluster):
     name = f"t-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(name, partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
     yield name
-    from nemesis.control import sweep
+    from kafka_chaos.nemesis.control import sweep
 
     sweep(cluster)                    # whatever a test did: every node running unpaused, no rule of ours
     cluster.wait_healthy(name, timeout=90)

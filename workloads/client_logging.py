@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from history.client_log import client_logger
+from kafka_chaos.history.client_log import client_logger
 
 LOG_LEVEL = 6   # syslog levels: errors, warnings, notices and info; never debug unless asked for
 

@@ -10,9 +10,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from history.journal import LineJournal, esc, reads_paths, write_sidecar
-from workloads.client_logging import client_logging
-from workloads.worker import detach_from_ctrl_c, should_stop
+from kafka_chaos.history.journal import LineJournal, esc, reads_paths, write_sidecar
+from kafka_chaos.workloads.client_logging import client_logging
+from kafka_chaos.workloads.worker import detach_from_ctrl_c, should_stop
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from base.waiting import WaitTimeout, retry_call
-from history.client_log import release_client_logger
-from history.journal import LineJournal, reads_paths, write_sidecar
-from workloads.client_logging import client_logging
-from workloads.consumer import consumer_config, record_line
-from workloads.topic import partitions_of
+from kafka_chaos.base.waiting import WaitTimeout, retry_call
+from kafka_chaos.history.client_log import release_client_logger
+from kafka_chaos.history.journal import LineJournal, reads_paths, write_sidecar
+from kafka_chaos.workloads.client_logging import client_logging
+from kafka_chaos.workloads.consumer import consumer_config, record_line
+from kafka_chaos.workloads.topic import partitions_of
 
 log = logging.getLogger(__name__)
 

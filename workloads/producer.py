@@ -14,11 +14,11 @@ import logging
 import time
 from dataclasses import dataclass
 
-from history.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
-from workloads.client_logging import client_logging
-from workloads.outcomes import FAIL, INFO, OK, classify
-from workloads.profile import ProducerProfile
-from workloads.worker import detach_from_ctrl_c, should_stop
+from kafka_chaos.history.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
+from kafka_chaos.workloads.client_logging import client_logging
+from kafka_chaos.workloads.outcomes import FAIL, INFO, OK, classify
+from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.worker import detach_from_ctrl_c, should_stop
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from base.errors import UsageError
+from kafka_chaos.base.errors import UsageError
 
 ACKS = ("0", "1", "all")
 CLIENT_DEFAULT_RETRIES = 2_147_483_647      # librdkafka's default `retries` (message.send.max.retries)

@@ -10,18 +10,26 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from base.errors import HarnessError, UsageError
-from base.waiting import WaitTimeout, wait_until
-from history.build import HistorySummary
-from history.client_log import client_log_path
-from history.writer import HistoryWriter
-from workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
-from workloads.drain import DrainResult, final_drain
-from workloads.producer import COUNTER_SLOTS, INVOKED, SENT_FAIL, SENT_INFO, SENT_OK, ProducerSpec, run_producer
-from workloads.profile import ProducerProfile
-from workloads.sampler import ClusterSampler
-from workloads.topic import partitions_of
-from workloads.worker import spawn_context
+from kafka_chaos.base.errors import HarnessError, UsageError
+from kafka_chaos.base.waiting import WaitTimeout, wait_until
+from kafka_chaos.history.build import HistorySummary
+from kafka_chaos.history.client_log import client_log_path
+from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
+from kafka_chaos.workloads.drain import DrainResult, final_drain
+from kafka_chaos.workloads.producer import (
+    COUNTER_SLOTS,
+    INVOKED,
+    SENT_FAIL,
+    SENT_INFO,
+    SENT_OK,
+    ProducerSpec,
+    run_producer,
+)
+from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.sampler import ClusterSampler
+from kafka_chaos.workloads.topic import partitions_of
+from kafka_chaos.workloads.worker import spawn_context
 
 log = logging.getLogger(__name__)
 

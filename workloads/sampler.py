@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Callable
 
-from base.waiting import WaitTimeout, wait_until
+from kafka_chaos.base.waiting import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 CONTROLLER_RETRY_S = 0.5        # a read or two more (one `docker exec` takes 0.1-0.3 s), not a missed sample

@@ -2,8 +2,8 @@
 is down, the broker that answers a metadata request may not know the topic yet."""
 from __future__ import annotations
 
-from base.errors import UsageError
-from base.waiting import retry_call
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.base.waiting import retry_call
 
 
 def partitions_of(cluster, topic: str, timeout: float = 20) -> list[int]:

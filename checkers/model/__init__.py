@@ -5,9 +5,9 @@ replication / sim (the state machine, by concern), windows (segment and window a
 predicts, and what the judge asks), run (run_model), observed (the events cluster.parquet shows, set against the
 predicted ones).
 """
-from checkers.model.config import ACKED, FaultEffect, ModelConfig, worst_case_onsets
-from checkers.model.result import ModelResult
-from checkers.model.run import run_model
-from checkers.model.windows import Window
+from kafka_chaos.checkers.model.config import ACKED, FaultEffect, ModelConfig, worst_case_onsets
+from kafka_chaos.checkers.model.result import ModelResult
+from kafka_chaos.checkers.model.run import run_model
+from kafka_chaos.checkers.model.windows import Window
 
 __all__ = ["ACKED", "FaultEffect", "ModelConfig", "ModelResult", "Window", "run_model", "worst_case_onsets"]

@@ -2,7 +2,7 @@
 changes and elections (ReplicationControlManager, PartitionChangeBuilder)."""
 from __future__ import annotations
 
-from checkers.model.state import _Partition, _State
+from kafka_chaos.checkers.model.state import _Partition, _State
 
 
 class _Controller(_State):

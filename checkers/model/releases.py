@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from base.versions import ELR_DEFAULT_FROM, version_tuple
+from kafka_chaos.base.versions import ELR_DEFAULT_FROM, version_tuple
 
 
 @dataclass(frozen=True)

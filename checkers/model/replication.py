@@ -3,10 +3,10 @@ truncating to the leader's log (KIP-101), ISR shrink and expand through AlterPar
 maybeExpandIsr), and when a partition is writable."""
 from __future__ import annotations
 
-from checkers.model.config import METADATA_CATCHUP_NS, METADATA_SLACK_NS, TICK_NS
-from checkers.model.controller import _Controller
-from checkers.model.state import _Partition
-from checkers.model.windows import Window
+from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, METADATA_SLACK_NS, TICK_NS
+from kafka_chaos.checkers.model.controller import _Controller
+from kafka_chaos.checkers.model.state import _Partition
+from kafka_chaos.checkers.model.windows import Window
 
 
 class _Replication(_Controller):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from checkers.model.config import (
+from kafka_chaos.checkers.model.config import (
     ACKED,
     CLIENT_DEFAULT_MAX_IN_FLIGHT,
     CLIENT_DEFAULT_RETRIES,
@@ -15,7 +15,7 @@ from checkers.model.config import (
     ModelConfig,
     profile_int,
 )
-from checkers.model.windows import Window, intersect_windows
+from kafka_chaos.checkers.model.windows import Window, intersect_windows
 
 
 @dataclass

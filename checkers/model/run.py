@@ -6,10 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from checkers.model.config import TICK_NS, FaultEffect, ModelConfig, worst_case_onsets
-from checkers.model.result import ModelResult
-from checkers.model.sim import _Sim
-from checkers.model.windows import _merge
+from kafka_chaos.checkers.model.config import TICK_NS, FaultEffect, ModelConfig, worst_case_onsets
+from kafka_chaos.checkers.model.result import ModelResult
+from kafka_chaos.checkers.model.sim import _Sim
+from kafka_chaos.checkers.model.windows import _merge
 
 
 def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None = None,

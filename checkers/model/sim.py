@@ -2,9 +2,9 @@
 minus what the final log kept, each lost piece blamed on the election where it left the partition."""
 from __future__ import annotations
 
-from checkers.model.config import ACKED, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
-from checkers.model.replication import _Replication
-from checkers.model.windows import Window, _cut, _merge, _minus, _union
+from kafka_chaos.checkers.model.config import ACKED, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
+from kafka_chaos.checkers.model.replication import _Replication
+from kafka_chaos.checkers.model.windows import Window, _cut, _merge, _minus, _union
 
 
 class _Sim(_Replication):

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from checkers.model.config import METADATA_CATCHUP_NS, FaultEffect, ModelConfig
-from checkers.model.windows import Window
+from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, FaultEffect, ModelConfig
+from kafka_chaos.checkers.model.windows import Window
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkers.model.config import TICK_NS
+from kafka_chaos.checkers.model.config import TICK_NS
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ stream: a clean, realistic history of any size, written in chunks (`write_synthe
 anomalies of a kind added to one (`inject_anomalies`); sample: a small *checked* run, with a hand-made verdict and
 anomalies, for the report's tests before and apart from the checker (`write_sample_run`).
 """
-from history.synthetic.inject import inject_anomalies
-from history.synthetic.sample import SampleRun, write_sample_run
-from history.synthetic.stream import SyntheticSpec, write_synthetic_run
+from kafka_chaos.history.synthetic.inject import inject_anomalies
+from kafka_chaos.history.synthetic.sample import SampleRun, write_sample_run
+from kafka_chaos.history.synthetic.stream import SyntheticSpec, write_synthetic_run
 
 __all__ = ["SampleRun", "SyntheticSpec", "inject_anomalies", "write_sample_run", "write_synthetic_run"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from history.synthetic.clock import START_NS
+from kafka_chaos.history.synthetic.clock import START_NS
 
 
 def inject_anomalies(sends: pd.DataFrame, reads: pd.DataFrame, inject: dict[str, int],

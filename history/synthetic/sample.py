@@ -14,8 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
-from history.synthetic.clock import START_NS
+from kafka_chaos.history.schema import (
+    ANOMALIES_SCHEMA,
+    ANOMALY_KINDS,
+    CLUSTER_SCHEMA,
+    FAULTS_SCHEMA,
+    READS_SCHEMA,
+    SENDS_SCHEMA,
+)
+from kafka_chaos.history.synthetic.clock import START_NS
 
 T0_NS = START_NS
 

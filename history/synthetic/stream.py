@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from base.versions import version_tuple
-from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
-from history.synthetic.clock import START_NS
-from history.synthetic.inject import inject_anomalies
+from kafka_chaos.base.versions import version_tuple
+from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.synthetic.clock import START_NS
+from kafka_chaos.history.synthetic.inject import inject_anomalies
 
 SESSION_TIMEOUT_NS = 9_000_000_000
 SAMPLE_PERIOD_NS = 500_000_000

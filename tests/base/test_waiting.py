@@ -3,7 +3,7 @@ import itertools
 
 import pytest
 
-from base.waiting import WaitTimeout, retry_call, wait_until
+from kafka_chaos.base.waiting import WaitTimeout, retry_call, wait_until
 
 
 def test_wait_until_returns_the_first_truthy_answer():

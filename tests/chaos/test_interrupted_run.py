@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import docker
-from cluster.kafka_cluster import LABEL
+from kafka_chaos.cluster.kafka_cluster import LABEL
 from tests.interrupt import like_a_terminal
 
 pytestmark = [pytest.mark.chaos, pytest.mark.chaos_quick]
@@ -25,7 +25,7 @@ def ours() -> set[str]:
 
 def start_run(results: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "leader-kill", "--duration", "120", "--seed", "3",
+        [sys.executable, "-m", "kafka_chaos.harness.cli", "run", "leader-kill", "--duration", "120", "--seed", "3",
          "--results", str(results), "--rate", "500"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         preexec_fn=like_a_terminal)
@@ -71,7 +71,7 @@ def test_kill_9_of_the_run_leaves_no_container_and_a_repairable_history(tmp_path
     proc.wait()
     assert wait_until_clean(before) == set(), "the watchdog did not remove the killed run's cluster"
     run_dir = next(tmp_path.iterdir())
-    repaired = subprocess.run([sys.executable, "-m", "harness.cli", "history", "repair", str(run_dir)],
+    repaired = subprocess.run([sys.executable, "-m", "kafka_chaos.harness.cli", "history", "repair", str(run_dir)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     assert (run_dir / "history" / "sends.parquet").exists()

@@ -3,7 +3,7 @@ the configuration cannot produce. Predicted losses (acks=1, min ISR 1, unclean e
 and report attached. `--chaos-suite full` runs the whole matrix (the nightly suite); CI runs the quick subset."""
 import pytest
 
-from harness.scenarios import CATALOG
+from kafka_chaos.harness.scenarios import CATALOG
 from tests.schemas import validate_run
 
 PROFILES = [  # (acks, min.insync.replicas, unclean)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from history.schema import READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.schema import READS_SCHEMA, SENDS_SCHEMA
 
 T = 1_767_225_600_000_000_000
 MS = 1_000_000
@@ -59,7 +59,7 @@ def sample(t_ms, leader, isr, hw=None, partition=0, elr=None, controller=101):
 def write_run(directory: Path, sends: list[dict], reads: list[dict], faults: list[dict] | None = None,
               cluster: list[dict] | None = None, **meta) -> Path:
     """A results directory with the required files, plus faults and cluster samples when given."""
-    from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA
+    from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA
     (directory / "history").mkdir(parents=True, exist_ok=True)
     if faults is not None:
         pq.write_table(pa.Table.from_pylist(faults, schema=FAULTS_SCHEMA), directory / "history/faults.parquet")
@@ -77,5 +77,5 @@ def write_run(directory: Path, sends: list[dict], reads: list[dict], faults: lis
 
 @pytest.fixture(scope="session")
 def spark():
-    from checkers.spark import get_spark
+    from kafka_chaos.checkers.spark import get_spark
     return get_spark()

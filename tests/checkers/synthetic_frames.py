@@ -2,9 +2,9 @@
 import tempfile
 from functools import lru_cache
 
-from history.reader import read_table
-from history.schema import READS_SCHEMA, SENDS_SCHEMA
-from history.synthetic import write_synthetic_run
+from kafka_chaos.history.reader import read_table
+from kafka_chaos.history.schema import READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.synthetic import write_synthetic_run
 
 
 @lru_cache(maxsize=1)

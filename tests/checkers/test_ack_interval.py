@@ -3,7 +3,7 @@ the model judges the whole interval: any overlap with a risk window puts the wri
 import pandas as pd
 import pytest
 
-from checkers.model import ModelConfig, ModelResult, Window
+from kafka_chaos.checkers.model import ModelConfig, ModelResult, Window
 
 RISK = Window(partition=0, start_ns=100, end_ns=200, acks=("1",), reason="acks=1 leader cut off")
 
@@ -34,7 +34,7 @@ def test_acks_all_writes_are_not_put_at_risk_by_an_acks_1_window():
 def test_a_cut_applied_over_half_a_second_risks_the_writes_acked_while_it_went_on():
     """Rules go on node by node: the followers may be cut before the clients, so the leader keeps acknowledging
     acks=1 writes it cannot replicate until the last rule is in (details.applied_ns)."""
-    from checkers.model import FaultEffect, run_model, worst_case_onsets
+    from kafka_chaos.checkers.model import FaultEffect, run_model, worst_case_onsets
 
     S, t0 = 1_000_000_000, 1_000 * 1_000_000_000
     drops = tuple((1, o) for o in (2, 3, 101)) + tuple((o, 1) for o in (2, 3, 101)) + ((1, "client"), ("client", 1))

@@ -7,7 +7,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from checkers.reference import count, find_anomalies
+from kafka_chaos.checkers.reference import count, find_anomalies
 from tests.checkers.conftest import MS, T, frames, read, send
 
 

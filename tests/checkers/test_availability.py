@@ -1,7 +1,7 @@
 """Observed unavailability: stalls are measured from the sends alone, then set against the model's windows."""
 import pytest
 
-from checkers.availability import reference_buckets, stalls, summary
+from kafka_chaos.checkers.availability import reference_buckets, stalls, summary
 from tests.checkers.conftest import MS, T, frames, send
 
 S = 1000  # ms

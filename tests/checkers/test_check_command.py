@@ -5,9 +5,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cli import main
-from history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
-from history.synthetic import write_synthetic_run
+from kafka_chaos.harness.cli import main
+from kafka_chaos.history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
+from kafka_chaos.history.synthetic import write_synthetic_run
 from tests.checkers.conftest import read, send, write_run
 
 

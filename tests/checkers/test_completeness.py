@@ -1,6 +1,6 @@
 """No verdict without a complete drain: which partitions a run's final drain read whole, and why not."""
-from checkers.completeness import completeness
-from history.meta import RunMeta
+from kafka_chaos.checkers.completeness import completeness
+from kafka_chaos.history.meta import RunMeta
 
 
 def meta(**kw) -> RunMeta:

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.check import reference_findings
-from history.reader import validate_run
-from history.schema import READS_SCHEMA, SENDS_SCHEMA
-from history.synthetic.inject import _RECIPES, inject_anomalies
+from kafka_chaos.checkers.check import reference_findings
+from kafka_chaos.history.reader import validate_run
+from kafka_chaos.history.schema import READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.synthetic.inject import _RECIPES, inject_anomalies
 from tests.checkers.conftest import MS, T, frames, read, send
 from tests.checkers.synthetic_frames import clean_history
 

@@ -5,8 +5,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.reference import find_anomalies
-from history.synthetic.inject import _RECIPES, inject_anomalies
+from kafka_chaos.checkers.reference import find_anomalies
+from kafka_chaos.history.synthetic.inject import _RECIPES, inject_anomalies
 from tests.checkers.synthetic_frames import clean_history
 
 INJECTABLE = [k for k in _RECIPES if k != "recovered"]

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from checkers.model import FaultEffect, ModelConfig, run_model
+from kafka_chaos.checkers.model import FaultEffect, ModelConfig, run_model
 
 S = 1_000_000_000
 T0 = 1_000 * S
@@ -188,7 +188,7 @@ def test_a_killed_dedicated_controller_fences_nobody_until_it_restarts():
 
 
 def test_the_model_config_takes_brokers_and_controllers_from_meta_json(tmp_path):
-    from history.meta import load_meta
+    from kafka_chaos.history.meta import load_meta
     (tmp_path / "meta.json").write_text(json.dumps({
         "run_id": "r", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2,
         "brokers": [1, 2, 3], "controllers": [101]}))

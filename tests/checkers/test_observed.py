@@ -1,8 +1,8 @@
 """What the cluster visibly did (cluster.parquet), and where the model's predictions disagree with it."""
 import pandas as pd
 
-from checkers.model import ModelConfig, run_model
-from checkers.model.observed import isr_below, model_disagreements, observed_events
+from kafka_chaos.checkers.model import ModelConfig, run_model
+from kafka_chaos.checkers.model.observed import isr_below, model_disagreements, observed_events
 from tests.checkers.conftest import MS, T, sample
 
 S = 1000

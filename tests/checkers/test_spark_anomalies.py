@@ -2,11 +2,11 @@
 import pandas as pd
 import pytest
 
-from checkers import anomalies, instances, spark_divergent
-from checkers.anomalies import find_anomalies_spark
-from checkers.availability import reference_buckets
-from checkers.reference import count, find_anomalies
-from history.synthetic import write_synthetic_run
+from kafka_chaos.checkers import anomalies, instances, spark_divergent
+from kafka_chaos.checkers.anomalies import find_anomalies_spark
+from kafka_chaos.checkers.availability import reference_buckets
+from kafka_chaos.checkers.reference import count, find_anomalies
+from kafka_chaos.history.synthetic import write_synthetic_run
 from tests.checkers.conftest import MS, T, frames, read, send, write_run
 from tests.checkers.test_anomaly_definitions import CASES
 
@@ -38,8 +38,8 @@ def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypat
     run = write_synthetic_run(tmp_path / "inj", sends=3000, seed=4, consumers=2, inject=inject)
     found = find_anomalies_spark(spark, {"inj": run}).for_run("inj")
     got = found.instances
-    from history.reader import read_table
-    from history.schema import READS_SCHEMA, SENDS_SCHEMA
+    from kafka_chaos.history.reader import read_table
+    from kafka_chaos.history.schema import READS_SCHEMA, SENDS_SCHEMA
     s = read_table(run / "history/sends.parquet", SENDS_SCHEMA)
     r = read_table(run / "history/reads.parquet", READS_SCHEMA)
     pd.testing.assert_frame_equal(got, find_anomalies(s, r))
@@ -88,8 +88,8 @@ def test_too_many_candidate_positions_fall_back_to_grouping_every_read(spark, tm
     inject = {"divergent": 3, "duplicate": 2, "lost": 1}
     run = write_synthetic_run(tmp_path / "inj", sends=2000, seed=7, consumers=2, inject=inject)
     got = find_anomalies_spark(spark, {"inj": run}).for_run("inj").instances
-    from history.reader import read_table
-    from history.schema import READS_SCHEMA, SENDS_SCHEMA
+    from kafka_chaos.history.reader import read_table
+    from kafka_chaos.history.schema import READS_SCHEMA, SENDS_SCHEMA
     s = read_table(run / "history/sends.parquet", SENDS_SCHEMA)
     r = read_table(run / "history/reads.parquet", READS_SCHEMA)
     pd.testing.assert_frame_equal(got, find_anomalies(s, r))

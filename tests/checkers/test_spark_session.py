@@ -1,5 +1,5 @@
 """The session factory's settings (no JVM started): memory for 10M sends, local cores, adaptive execution."""
-from checkers.spark import DRIVER_MEMORY_ENV, LOCAL_MASTER, MASTER_ENV, resolve_master, session_config
+from kafka_chaos.checkers.spark import DRIVER_MEMORY_ENV, LOCAL_MASTER, MASTER_ENV, resolve_master, session_config
 
 
 def test_the_driver_gets_8g_by_default_and_the_environment_can_change_it(monkeypatch):

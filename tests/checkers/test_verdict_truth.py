@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.cli import main
+from kafka_chaos.harness.cli import main
 from tests.checkers.conftest import fault, read, sample, send, write_run
 
 S = 1000  # ms

@@ -1,8 +1,8 @@
 """A deposed leader that comes back (its partition healed, or resumed from a pause) acts on its old metadata until
 it has caught up with the controller: acks=1 writes it acknowledges then (retransmitted requests reach it at once)
 are at risk. A restarted process believes nothing, so a kill and restart leaves no such window."""
-from checkers.model import FaultEffect, run_model
-from checkers.model.config import METADATA_CATCHUP_NS
+from kafka_chaos.checkers.model import FaultEffect, run_model
+from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS
 from tests.checkers.test_isr_model import T0, S, cfg, isolate, kill, restart
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from base.errors import EnvironmentProblem, UsageError
-from cluster.base_source import (
+from kafka_chaos.base.errors import EnvironmentProblem, UsageError
+from kafka_chaos.cluster.base_source import (
     DEBOOTSTRAP,
     DEFAULT_BASE_IMAGE,
     DEFAULT_MIRROR,
@@ -177,8 +177,8 @@ def test_a_mirror_that_is_not_a_url_is_a_usage_error():
 def test_a_github_like_host_here_plans_debootstrap_from_a_mirror_that_serves_bookworm(tmp_path):
     """Here no registry answers: a host that looks like a GitHub runner gets debootstrap from deb.debian.org,
     and that mirror really serves bookworm (debootstrap's first request)."""
-    from cluster.engine import docker_client
-    from cluster.image import base_tag, plan_base
+    from kafka_chaos.cluster.engine import docker_client
+    from kafka_chaos.cluster.image import base_tag, plan_base
 
     root = host_root(tmp_path, UBUNTU_OS_RELEASE, {"sources.list.d/ubuntu.sources": UBUNTU_DEB822})
     client = docker_client()
@@ -199,8 +199,8 @@ def test_a_mirror_that_does_not_serve_the_suite_is_named_with_its_cause():
 
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="debootstrap's preconditions are checked as root")
 def test_an_unreachable_mirror_fails_before_debootstrap_with_cause_and_remedy(tmp_path):
-    from cluster.engine import docker_client
-    from cluster.image import _debootstrap_base
+    from kafka_chaos.cluster.engine import docker_client
+    from kafka_chaos.cluster.image import _debootstrap_base
 
     plan = BasePlan(DEBOOTSTRAP, "bookworm", "http://127.0.0.1:9/debian", "test")
     with pytest.raises(EnvironmentProblem) as e:
@@ -209,7 +209,7 @@ def test_an_unreachable_mirror_fails_before_debootstrap_with_cause_and_remedy(tm
 
 
 def test_the_cli_refuses_a_bad_mirror_with_exit_2():
-    out = subprocess.run([sys.executable, "-m", "harness.cli", "setup", "--debian-mirror", "ftp://x/debian"],
+    out = subprocess.run([sys.executable, "-m", "kafka_chaos.harness.cli", "setup", "--debian-mirror", "ftp://x/debian"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "is not an http(s):// or file:/ URL" in out.stderr and "remedy:" in out.stderr

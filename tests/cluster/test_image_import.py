@@ -4,13 +4,13 @@ import uuid
 
 import pytest
 
-from cluster.image import BASE_CHANGES, JAVA_HOME, import_rootfs
+from kafka_chaos.cluster.image import BASE_CHANGES, JAVA_HOME, import_rootfs
 
 pytestmark = pytest.mark.cluster
 
 
 def test_a_rootfs_is_imported_through_the_sdk_with_env_and_cmd(tmp_path):
-    from cluster.engine import docker_client
+    from kafka_chaos.cluster.engine import docker_client
 
     client = docker_client()
     rootfs = tmp_path / "rootfs"
@@ -37,9 +37,9 @@ def test_a_rootfs_is_imported_through_the_sdk_with_env_and_cmd(tmp_path):
 def test_a_registry_base_is_built_from_the_image_with_the_packages():
     """The registry path (GitHub's runners) for real: here no registry answers, so the local debootstrapped base
     stands in for debian:12-slim; the build runs apt-get against the Debian mirror like on a runner."""
-    from cluster.base_source import BaseRequest
-    from cluster.engine import docker_client
-    from cluster.image import BASE_REPO, ensure_base_image
+    from kafka_chaos.cluster.base_source import BaseRequest
+    from kafka_chaos.cluster.engine import docker_client
+    from kafka_chaos.cluster.image import BASE_REPO, ensure_base_image
 
     client = docker_client()
     local = next((t for img in client.images.list(name=BASE_REPO) for t in img.tags
@@ -59,10 +59,10 @@ def test_a_registry_base_is_built_from_the_image_with_the_packages():
 
 
 def test_a_base_image_that_cannot_be_pulled_is_named_with_cause_and_remedy():
-    from base.errors import EnvironmentProblem
-    from cluster.base_source import BaseRequest
-    from cluster.engine import docker_client
-    from cluster.image import ensure_base_image
+    from kafka_chaos.base.errors import EnvironmentProblem
+    from kafka_chaos.cluster.base_source import BaseRequest
+    from kafka_chaos.cluster.engine import docker_client
+    from kafka_chaos.cluster.image import ensure_base_image
 
     with pytest.raises(EnvironmentProblem) as e:
         ensure_base_image(docker_client(), BaseRequest(base_image="kafka-chaos-no-such/image:0"))

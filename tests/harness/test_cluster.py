@@ -1,7 +1,7 @@
 """The cluster on real brokers: produce and consume, and the ISR reacting to kills, pauses and dropped traffic."""
 import pytest
 
-from base.waiting import wait_until
+from kafka_chaos.base.waiting import wait_until
 from tests.harness.kafka_io import consume_all, produce
 
 pytestmark = pytest.mark.cluster

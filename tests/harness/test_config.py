@@ -1,9 +1,9 @@
 """server.properties generation: what each node is told, without starting anything."""
 import pytest
 
-from base.errors import UsageError
-from cluster import config as cfg
-from cluster.config import ClusterConfig
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.cluster import config as cfg
+from kafka_chaos.cluster.config import ClusterConfig
 
 CONTROLLERS = {101: "172.29.9.101"}
 

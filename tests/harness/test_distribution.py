@@ -1,8 +1,8 @@
 """Kafka releases from Maven Central: the list of versions, and clear errors for ones that cannot run."""
 import pytest
 
-from base.errors import UsageError
-from cluster import distribution
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.cluster import distribution
 
 
 def test_versions_come_from_maven_central_and_include_both_supported_lines():

@@ -1,17 +1,17 @@
 """One table of exit codes for every command: a crash of kafka-chaos itself is never mistaken for a verdict."""
 import pytest
 
-from base import exits
-from harness.cli import main
+from kafka_chaos.base import exits
+from kafka_chaos.harness.cli import main
 
 
 def test_an_internal_error_exits_4_not_1_which_means_a_violation(tmp_path, monkeypatch, capsys):
-    import checkers.check
+    import kafka_chaos.checkers.check
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(checkers.check, "check_many", broken)
+    monkeypatch.setattr(kafka_chaos.checkers.check, "check_many", broken)
     (tmp_path / "meta.json").write_text("{}")
     assert main(["check", str(tmp_path)]) == exits.CRASH == 4
     err = capsys.readouterr().err

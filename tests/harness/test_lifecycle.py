@@ -8,8 +8,8 @@ import time
 import pytest
 
 import docker
-from base.errors import UsageError
-from cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.cluster.kafka_cluster import LABEL_CLUSTER, KafkaCluster
 from tests.conftest import fast_cluster_config
 from tests.harness.kafka_io import consume_all, produce
 from tests.interrupt import like_a_terminal
@@ -82,7 +82,7 @@ def test_owner_killed_with_sigkill_leaves_nothing_behind(cluster):
 
 def test_ctrl_c_during_cluster_up_removes_what_was_created(cluster, tmp_path):
     name = f"intr{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_chaos.harness.cli", "cluster", "up", "--name", name,
                              "--brokers", "1", "--kafka-version", cluster.version],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=like_a_terminal)
     deadline = time.monotonic() + 60
@@ -96,7 +96,7 @@ def test_ctrl_c_during_cluster_up_removes_what_was_created(cluster, tmp_path):
     finally:                       # a failed check must not leave the cluster behind for the next run
         if proc.poll() is None:
             proc.kill()
-        subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", name],
+        subprocess.run([sys.executable, "-m", "kafka_chaos.harness.cli", "cluster", "down", "--name", name],
                        capture_output=True, timeout=120)
 
 
@@ -122,7 +122,7 @@ def test_an_image_that_cannot_be_had_is_a_clear_error(cluster):
 
 
 def test_three_controllers_elect_a_new_active_one_when_it_dies(cluster):
-    from base.waiting import wait_until
+    from kafka_chaos.base.waiting import wait_until
 
     name = f"q3{os.getpid()}"
     with KafkaCluster(fast_cluster_config(name, kafka_version=cluster.version, controllers=3)) as c:

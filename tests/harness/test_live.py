@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from base import progress
-from harness.live import LiveDisplay, Snapshot, plain_line, setup_progress
+from kafka_chaos.base import progress
+from kafka_chaos.harness.live import LiveDisplay, Snapshot, plain_line, setup_progress
 
 
 @dataclass

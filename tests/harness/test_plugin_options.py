@@ -77,8 +77,8 @@ def test_a_malformed_setting_is_a_usage_error_naming_the_fix(pytester):
 
 REPORTED = '''
 from pathlib import Path
-from harness.pytest_plugin import _attach
-from harness.runner import RunResult
+from kafka_chaos.harness.pytest_plugin import _attach
+from kafka_chaos.harness.runner import RunResult
 
 def test_run(request):
     run = Path("results/r1")

@@ -5,8 +5,8 @@ pytest_plugins = ["pytester"]
 TEST_FILE = '''
 import json
 from pathlib import Path
-from harness.pytest_plugin import _attach
-from harness.runner import RunResult
+from kafka_chaos.harness.pytest_plugin import _attach
+from kafka_chaos.harness.runner import RunResult
 
 def verdict_run(request, tmp_path, verdict, code):
     _attach(request.node, RunResult(tmp_path, code, verdict, None))

@@ -2,10 +2,10 @@
 import pytest
 
 import docker
-from cluster.kafka_cluster import LABEL
-from harness.cli import main
-from harness.runner import RunOptions
-from harness.scenarios import CATALOG
+from kafka_chaos.cluster.kafka_cluster import LABEL
+from kafka_chaos.harness.cli import main
+from kafka_chaos.harness.runner import RunOptions
+from kafka_chaos.harness.scenarios import CATALOG
 
 
 def our_containers() -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.shards import parse_shard, shard_ids
+from kafka_chaos.harness.shards import parse_shard, shard_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 

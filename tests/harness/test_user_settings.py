@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from base.errors import UsageError
-from checkers.model import FaultEffect, ModelConfig, run_model
-from cluster.config import ClusterConfig, broker_properties
-from cluster.settings import parse_settings
-from harness.cli import main
-from harness.cluster_options import ClusterChoice
-from harness.runner import RunOptions
-from history.meta import HistoryError, RunMeta, load_meta
-from history.writer import HistoryWriter
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.checkers.model import FaultEffect, ModelConfig, run_model
+from kafka_chaos.cluster.config import ClusterConfig, broker_properties
+from kafka_chaos.cluster.settings import parse_settings
+from kafka_chaos.harness.cli import main
+from kafka_chaos.harness.cluster_options import ClusterChoice
+from kafka_chaos.harness.runner import RunOptions
+from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
+from kafka_chaos.history.writer import HistoryWriter
 
 S = 1_000_000_000
 T0 = 1_000 * S
@@ -163,7 +163,7 @@ def test_with_every_write_flushed_a_power_loss_of_every_replica_loses_nothing():
 
 
 def test_run_takes_every_option_cluster_up_takes():
-    from harness.cli import build_parser
+    from kafka_chaos.harness.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "run" in a.choices)
     up = next(a for a in sub.choices["cluster"]._actions if hasattr(a, "choices") and a.choices).choices["up"]

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from cluster.kafka_cluster import KafkaCluster
-from harness.cli import main
+from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+from kafka_chaos.harness.cli import main
 from tests.conftest import TEST_VERSION
 from tests.schemas import validate_run
 
@@ -41,7 +41,7 @@ def test_a_run_applies_records_and_models_the_users_broker_and_topic_settings(tm
         topic = described(cluster, ConfigResource.Type.TOPIC, "chaos")
         assert topic["min.insync.replicas"] == "2" and topic["flush.messages"] == "1"
     finally:
-        subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", name],
+        subprocess.run([sys.executable, "-m", "kafka_chaos.harness.cli", "cluster", "down", "--name", name],
                        capture_output=True, timeout=120)
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     validate_run(run_dir)                                 # topic_settings is part of the published meta schema

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import pyarrow.parquet as pq
 import pytest
 
-from base.errors import UsageError
-from harness.cli import main as cli_main
-from history.journal import esc, producer_paths, reads_paths, unesc, write_sidecar
-from history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
-from history.writer import HistoryWriter, repair
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.harness.cli import main as cli_main
+from kafka_chaos.history.journal import esc, producer_paths, reads_paths, unesc, write_sidecar
+from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.writer import HistoryWriter, repair
 
 META = {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}
 

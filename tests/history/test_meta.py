@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from history.layout import is_run_dir, run_dirs
-from history.meta import HistoryError, RunMeta, load_meta, read_meta_dict
-from history.writer import HistoryWriter
+from kafka_chaos.history.layout import is_run_dir, run_dirs
+from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta, read_meta_dict
+from kafka_chaos.history.writer import HistoryWriter
 
 
 def a_meta(**kw) -> RunMeta:

@@ -5,9 +5,9 @@ import json
 import jsonschema
 import pytest
 
-from harness.cli import main
-from history.meta import RunMeta
-from history.writer import HistoryWriter
+from kafka_chaos.harness.cli import main
+from kafka_chaos.history.meta import RunMeta
+from kafka_chaos.history.writer import HistoryWriter
 from tests.checkers.conftest import read, send, write_run
 from tests.schemas import SCHEMAS, validate, validate_run
 

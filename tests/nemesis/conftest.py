@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from base.errors import UsageError
-from base.waiting import wait_until
-from nemesis.control import Nemesis
-from nemesis.events import EventLog
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.nemesis.control import Nemesis
+from kafka_chaos.nemesis.events import EventLog
 
 
 @pytest.fixture

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import socket
 
-from cluster.config import BROKER_PORT, CONTROLLER_PORT
-from nemesis import netrules
+from kafka_chaos.cluster.config import BROKER_PORT, CONTROLLER_PORT
+from kafka_chaos.nemesis import netrules
 
 
 def wait_healthy(cluster, topic: str, timeout: float = 90) -> None:
     """cluster.wait_healthy, tolerating the "unknown topic" a just-restarted broker answers until it catches up."""
-    from base.errors import UsageError
-    from base.waiting import wait_until
+    from kafka_chaos.base.errors import UsageError
+    from kafka_chaos.base.waiting import wait_until
 
     def healthy():
         try:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from base.errors import UsageError
-from nemesis import registry
-from nemesis.registry import FaultArgs
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.nemesis import registry
+from kafka_chaos.nemesis.registry import FaultArgs
 from tests.nemesis.probes import assert_no_rules_of_ours
 
 
@@ -63,7 +63,7 @@ def test_old_verb_first_fault_names_resolve_to_todays_names(old, new, caplog):
 
 
 def test_faults_and_scenarios_name_the_target_first():
-    from harness.scenarios import CATALOG
+    from kafka_chaos.harness.scenarios import CATALOG
 
     verbs = ("kill", "stop", "pause", "isolate")
     for name in list(registry.REGISTRY) + list(CATALOG):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from harness.cli import main
-from nemesis import netrules, registry
+from kafka_chaos.harness.cli import main
+from kafka_chaos.nemesis import netrules, registry
 from tests.nemesis.probes import assert_no_rules_of_ours
 
 

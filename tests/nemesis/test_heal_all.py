@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from base.waiting import wait_until
-from nemesis.schedule import ScheduleRunner, mix, once, sequence, spec
+from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.nemesis.schedule import ScheduleRunner, mix, once, sequence, spec
 from tests.interrupt import like_a_terminal
 from tests.nemesis.probes import assert_no_rules_of_ours
 
@@ -55,8 +55,8 @@ def test_heal_all_runs_when_the_caller_raises(cluster, nem, events):
 
 SCRIPT = """
 import json, sys
-from cluster.kafka_cluster import KafkaCluster
-from nemesis.schedule import mix, once, run_schedule, spec
+from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+from kafka_chaos.nemesis.schedule import mix, once, run_schedule, spec
 cluster = KafkaCluster.attach(sys.argv[1])
 schedule = mix(once(0, spec("pause", targets=[2]), 120), once(0.5, spec("isolate", targets=[3]), 120))
 run_schedule(cluster, schedule, seed=0, duration_s=120,

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from nemesis import registry
-from nemesis.latency import NetemUnavailable, netem_available
-from nemesis.registry import FaultArgs
+from kafka_chaos.nemesis import registry
+from kafka_chaos.nemesis.latency import NetemUnavailable, netem_available
+from kafka_chaos.nemesis.registry import FaultArgs
 from tests.nemesis.probes import assert_no_rules_of_ours
 
 pytestmark = pytest.mark.cluster

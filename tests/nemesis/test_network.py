@@ -7,10 +7,10 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from base.waiting import wait_until
-from nemesis import netrules, registry
-from nemesis.events import CLIENT
-from nemesis.registry import FaultArgs
+from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.nemesis import netrules, registry
+from kafka_chaos.nemesis.events import CLIENT
+from kafka_chaos.nemesis.registry import FaultArgs
 from tests.nemesis.probes import assert_no_rules_of_ours, client_reaches, reachable_from, wait_healthy
 
 pytestmark = pytest.mark.cluster

@@ -6,9 +6,9 @@ import time
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from base.waiting import wait_until
-from nemesis import registry
-from nemesis.registry import FaultArgs
+from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.nemesis import registry
+from kafka_chaos.nemesis.registry import FaultArgs
 from tests.nemesis.probes import wait_healthy
 
 pytestmark = pytest.mark.cluster

@@ -1,8 +1,8 @@
 """Schedules are pure plans: the same seed gives the same plan, without a cluster."""
 import pytest
 
-from base.errors import UsageError
-from nemesis.schedule import FaultSpec, mix, once, sequence, spec, stagger
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.nemesis.schedule import FaultSpec, mix, once, sequence, spec, stagger
 
 
 def stagger_of_three():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from nemesis import network
-from nemesis.base import Controller, Followers, Leader, RandomBrokers
+from kafka_chaos.nemesis import network
+from kafka_chaos.nemesis.base import Controller, Followers, Leader, RandomBrokers
 
 pytestmark = pytest.mark.cluster
 

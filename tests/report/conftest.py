@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from history.synthetic import SampleRun, write_sample_run
+from kafka_chaos.history.synthetic import SampleRun, write_sample_run
 
 
 @pytest.fixture
@@ -30,6 +30,6 @@ def shared_runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def shared_reports(shared_runs):
     """name -> (results directory, report.html text) for the shared runs."""
-    from report.page import write_report
+    from kafka_chaos.report.page import write_report
 
     return {name: (path, write_report(path).read_text()) for name, path in shared_runs.items()}

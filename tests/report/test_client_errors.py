@@ -7,10 +7,10 @@ import logging
 import re
 import time
 
-from history.client_log import ClientLogHandler, client_log_path, client_logger, release_client_logger
-from report.client_errors import client_errors
-from report.data import load_run
-from report.page import write_report
+from kafka_chaos.history.client_log import ClientLogHandler, client_log_path, client_logger, release_client_logger
+from kafka_chaos.report.client_errors import client_errors
+from kafka_chaos.report.data import load_run
+from kafka_chaos.report.page import write_report
 from tests.report.page import parse, visible_text
 
 CLOSED = "127.0.0.1:9"

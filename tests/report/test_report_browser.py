@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from report.browser import BrowserOptions, HeadlessChromium
-from report.suite import write_suite
+from kafka_chaos.report.browser import BrowserOptions, HeadlessChromium
+from kafka_chaos.report.suite import write_suite
 
 pytestmark = pytest.mark.browser
 

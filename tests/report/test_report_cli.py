@@ -1,7 +1,7 @@
 """`kafka-chaos report`: through the real CLI entry point, exit codes included."""
 from __future__ import annotations
 
-from harness.cli import main
+from kafka_chaos.harness.cli import main
 
 
 def test_report_writes_the_page_and_prints_its_path(make_run, capsys):

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from base.errors import HarnessError
-from history.schema import FAULTS_SCHEMA
-from report.data import (
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.history.schema import FAULTS_SCHEMA
+from kafka_chaos.report.data import (
     ReportOptions,
     anomaly_markers,
     bucket_width_s,

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from base.errors import HarnessError
-from history.synthetic import write_synthetic_run
-from report.data import ReportOptions
-from report.page import write_report
+from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.history.synthetic import write_synthetic_run
+from kafka_chaos.report.data import ReportOptions
+from kafka_chaos.report.page import write_report
 from tests.report.page import figure, parse, values, visible_text
 
 

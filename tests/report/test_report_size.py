@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import pytest
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
-from report import bundle
-from report.page import write_report
+from kafka_chaos.report import bundle
+from kafka_chaos.report.page import write_report
 from tests.report.page import figure
 
 MAX_REPORT_BYTES = 1_500_000

@@ -5,7 +5,7 @@ import json
 import os
 import re
 
-from report.suite import SuiteOptions, write_suite
+from kafka_chaos.report.suite import SuiteOptions, write_suite
 from tests.report.page import parse, visible_text
 
 

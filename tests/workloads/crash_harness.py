@@ -9,10 +9,10 @@ import json
 import sys
 import time
 
-from cluster.kafka_cluster import KafkaCluster
-from history.writer import HistoryWriter
-from workloads.profile import ProducerProfile
-from workloads.run import Workload, WorkloadConfig
+from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.run import Workload, WorkloadConfig
 
 
 def main(cluster_name: str, topic: str, run_dir: str) -> None:

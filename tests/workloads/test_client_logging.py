@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from history.client_log import client_log_path, read_client_log
-from workloads.client_logging import client_logging
-from workloads.consumer import consumer_config
-from workloads.worker import spawn_context
+from kafka_chaos.history.client_log import client_log_path, read_client_log
+from kafka_chaos.workloads.client_logging import client_logging
+from kafka_chaos.workloads.consumer import consumer_config
+from kafka_chaos.workloads.worker import spawn_context
 
 CLOSED = "127.0.0.1:9"
 

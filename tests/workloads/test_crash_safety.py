@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from base.waiting import wait_until
-from history.journal import producer_paths, read_progress
-from history.writer import repair
+from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.history.journal import producer_paths, read_progress
+from kafka_chaos.history.writer import repair
 from tests.interrupt import like_a_terminal
 
 pytestmark = pytest.mark.cluster

@@ -8,10 +8,10 @@ import threading
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from history.journal import producer_paths, read_progress
-from history.writer import HistoryWriter
-from workloads.producer import ProducerSpec, ProducerWorker
-from workloads.profile import ProducerProfile
+from kafka_chaos.history.journal import producer_paths, read_progress
+from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.workloads.producer import ProducerSpec, ProducerWorker
+from kafka_chaos.workloads.profile import ProducerProfile
 
 META = {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}
 

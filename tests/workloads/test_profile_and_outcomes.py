@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from base.errors import UsageError
-from workloads.outcomes import FAIL, INFO, classify
-from workloads.profile import ProducerProfile
-from workloads.run import WorkloadConfig
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.workloads.outcomes import FAIL, INFO, classify
+from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.run import WorkloadConfig
 
 
 def test_the_client_rejects_acks_1_with_idempotence_before_the_run():

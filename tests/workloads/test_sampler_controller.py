@@ -2,7 +2,7 @@
 read again (base.waiting, not a hand-written loop), and a controller that cannot be read is null, not an error."""
 from dataclasses import dataclass
 
-from workloads.sampler import sample_rows
+from kafka_chaos.workloads.sampler import sample_rows
 
 
 @dataclass

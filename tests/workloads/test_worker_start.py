@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from workloads.run import WorkerFailed, Workload
+from kafka_chaos.workloads.run import WorkerFailed, Workload
 
 
 def _ready_after(event, delay):

@@ -8,10 +8,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from history.journal import producer_paths, read_progress
-from history.writer import HistoryWriter
-from workloads.profile import ProducerProfile
-from workloads.run import Workload, WorkloadConfig
+from kafka_chaos.history.journal import producer_paths, read_progress
+from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.run import Workload, WorkloadConfig
 
 pytestmark = pytest.mark.cluster
 
@@ -132,7 +132,7 @@ def test_subscribe_mode_consumers_share_the_topic_as_one_group(cluster, topic, t
 
 
 def test_final_drain_waits_for_health_only_so_long_then_reads_what_it_can(cluster, topic, tmp_path):
-    from workloads.drain import final_drain
+    from kafka_chaos.workloads.drain import final_drain
 
     config = WorkloadConfig(topic=topic, producers=[ProducerProfile("p0", rate=1000)], consumers=0,
                             sample_interval_s=1)
