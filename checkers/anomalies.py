@@ -52,21 +52,23 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in (breach_windows or {}).items()
                for p, a, b in ws if r in run_ids]
 
-    # Independent queries run concurrently: the cores stay busy while one job plans, compiles or waits on a
-    # stage with fewer tasks than cores (a window over a few series), which is most of a small run's time.
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    # Independent queries run concurrently, the per-value pass submitted first: Spark schedules jobs in the order
+    # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
+    # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
+    with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
+        events = q.value_events(sends, reads, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
+        hub_rows = pool.submit(to_pandas, hub.candidates_fast(events, q.nonmonotonic_sends(sends)))
         send_summary = pool.submit(to_pandas, q.sends_summary(sends))
         read_summary = pool.submit(to_pandas, q.reads_summary(reads))
+        doubles = pool.submit(lambda: divergent.double_acked(
+            sends, divergent.runs_without_positions(send_summary.result())))
         ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS))
         pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER))
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(to_pandas, q.breaching_sends(
             sends, q.small_frame(spark, windows, "run int, partition int, start long, end long"))) \
             if windows else None
-        doubles = pool.submit(lambda: divergent.double_acked(
-            sends, divergent.runs_without_positions(send_summary.result())))
-        events = q.value_events(sends, reads, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
-        found = to_pandas(hub.candidates_fast(events, q.nonmonotonic_sends(sends)))
+        found = hub_rows.result()
         per_value, amb_positions = divergent.decide_ambiguous(spark, sends, reads, found)
         unplaced = divergent.runs_without_positions(send_summary.result())
         diverged = pool.submit(divergent.divergent_rows, spark, reads,

@@ -99,10 +99,8 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
 def double_acked(sends: DataFrame) -> DataFrame:
     """(run, partition, offset) at which two or more sends were acked: the one way two values can both sit where
     they were acked, be read there, and so make a divergent position no stray read points to."""
-    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0)).select("run", "partition", "offset")
-    # each position is acked about once, so a map-side partial count would only copy rows: shuffle them as they are
-    return placed.repartition("run", "partition", "offset").groupBy("run", "partition", "offset").count() \
-        .where(F.col("count") >= 2).drop("count")
+    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0))
+    return placed.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
 
 
 def position_extremes(reads: DataFrame) -> DataFrame:
