@@ -12,6 +12,7 @@ import docker.errors
 
 import docker
 from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.base.waiting import retry_call
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +74,26 @@ class Node:
             c.start()
 
     def pause(self) -> None:
-        """Freeze every process of the node (cgroup freezer): connections stay open, requests hang."""
+        """Freeze every process of the node (cgroup freezer): connections stay open, requests hang.
+
+        runc gives up when the freezer does not reach FROZEN in time ("unable to freeze", seen under load while a
+        JVM was busy) and thaws the cgroup again, so the pause is simply asked for again, for up to 15 s."""
         c = self.container
-        if c.status == "running":
-            c.pause()
+        if c.status != "running":
+            return
+
+        def freeze():
+            try:
+                c.pause()
+            except docker.errors.APIError as e:
+                if "unable to freeze" in str(e):
+                    raise _FreezeFailed(e) from e
+                raise
+        try:
+            retry_call(freeze, timeout=15, interval=0.5, errors=_FreezeFailed,
+                       on_retry=lambda e: log.warning("pausing %s: %s; trying again", self, e.args[0]))
+        except _FreezeFailed as e:
+            raise e.args[0] from None
 
     def unpause(self) -> None:
         c = self.container
@@ -108,3 +125,7 @@ class Node:
             return self.container.logs(tail=tail).decode(errors="replace")
         except docker.errors.NotFound:
             return ""
+
+
+class _FreezeFailed(Exception):
+    """runc could not freeze the container this time (args[0]: Docker's error)."""
