@@ -155,7 +155,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         # are an input of the anomaly pass (min_isr_breach).
         models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
         windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
-        findings = _find(ready, engine, spark_master, windows)
+        checker = {"engine": engine}
+        findings = _find(ready, engine, spark_master, windows, checker)
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
             # the predictions speak of the acks and idempotence the sends actually used
@@ -164,10 +165,11 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             found = findings.for_run(run_id)
             timeouts = message_timeouts(sends_path(run_dir)) if _idempotent_out_of_order(found.instances) else {}
             verdict, judged = judge_run(meta, model, samples, found, settings, timeouts)
+            verdict["checker"] = checker
             _write(run_dir, verdict, judged)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
     if table and len(outcomes) > 1:
-        _write_table(outcomes, paths)
+        write_table(outcomes, paths)
     return outcomes
 
 
@@ -198,15 +200,23 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
     return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
-def _find(ready: dict, engine: str, spark_master: str | None, windows: dict):
+def _find(ready: dict, engine: str, spark_master: str | None, windows: dict, checker: dict):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from kafka_chaos.checkers.anomalies import find_anomalies_spark
         from kafka_chaos.checkers.spark import get_spark
-        return find_anomalies_spark(get_spark(spark_master), runs, windows)
+        spark = get_spark(spark_master)
+        checker |= spark_identity(spark)
+        return find_anomalies_spark(spark, runs, windows)
     if engine == "pandas":
         return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()}, windows)
     raise UsageError(f"unknown engine {engine!r}", "use spark or pandas")
+
+
+def spark_identity(spark) -> dict:
+    """Which Spark application judged the run: runs checked by one warm session share its id and start time."""
+    sc = spark.sparkContext
+    return {"spark_master": sc.master, "spark_application_id": sc.applicationId, "spark_started_ms": sc.startTime}
 
 
 def reference_findings(runs: dict[str, Path], present: dict[str, dict], windows: dict | None = None):
@@ -240,7 +250,8 @@ def _table_dir(paths: list) -> Path | None:
     return None if common == Path(common.anchor) else common
 
 
-def _write_table(outcomes: list[RunOutcome], paths: list) -> Path | None:
+def write_table(outcomes: list[RunOutcome], paths: list) -> Path | None:
+    """verdicts.parquet: one row per run (`check` over many runs, `run --repeat`)."""
     rows = []
     for o in outcomes:
         v = o.verdict or {}

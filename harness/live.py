@@ -135,10 +135,21 @@ class LiveDisplay:
         self.enabled = enabled
         self.console = Console(file=out or sys.stdout) if enabled else None
         self._phase = "start"
+        self._marks: list[tuple[str, float]] = [("start", time.monotonic())]
 
     def phase(self, name: str) -> None:
         self._phase = name
+        self._marks.append((name, time.monotonic()))
         log.info("phase: %s", name)
+
+    def durations(self) -> dict[str, float]:
+        """Seconds spent in each phase so far (where a run's end-to-end time goes; bench/scenario_time.py)."""
+        out: dict[str, float] = {}
+        ends = self._marks[1:] + [("", time.monotonic())]
+        for (name, t0), (_, t1) in zip(self._marks, ends):
+            if name != "done":
+                out[name] = out.get(name, 0.0) + t1 - t0
+        return out
 
     def setup_steps(self):
         """Set-up steps (jars, image build) drawn while the cluster comes up."""
@@ -165,7 +176,8 @@ class LiveDisplay:
             live.update(render(observer.snapshot(), bar))
 
     def done(self) -> None:
-        """Nothing is left drawn between runs; kept for callers that mark the end."""
+        """Marks the end (nothing is left drawn between runs)."""
+        self.phase("done")
 
 
 @contextlib.contextmanager

@@ -24,6 +24,9 @@ def register(sub) -> None:
     p.add_argument("--duration", type=float, help="seconds of workload (default: the scenario's, 60)")
     p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
     p.add_argument("--seed", type=int, help="seed of the fault schedule (default: drawn and recorded)")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="run the scenario N times with seeds seed..seed+N-1 on one cluster and one Spark session, "
+                        "then print the table of verdicts (exit: the worst run's)")
     p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
     p.add_argument("--reuse-cluster", action="store_true",
                    help="use the running cluster (`kafka-chaos cluster up`), or start one that stays up")
@@ -56,6 +59,10 @@ def _cmd_run(args) -> int:
         stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall, engine=args.engine,
         cluster=ClusterChoice.from_args(args), topic_config=parse_settings(args.topic_config, "--topic-config"),
     )
+    if args.repeat is not None:
+        from kafka_chaos.harness.repeat import run_repeated
+
+        return run_repeated(opts, args.repeat).exit_code
     result = run(opts)
     for line in summary_lines(result):
         print(line)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_chaos.base.errors import UsageError
@@ -33,6 +33,7 @@ class RunResult:
     exit_code: int                     # 0 valid, 1 violation, 3 no verdict (incomplete drain, interrupted)
     verdict: dict | None
     report: Path | None
+    phases: dict[str, float] = field(default_factory=dict)     # seconds per phase: where the time went
 
 
 def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
@@ -51,7 +52,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
                              "start the cluster with that version")
         owned = False
     else:
-        cluster, owned = _cluster_for(opts, display)
+        cluster, owned = cluster_for(opts, display)
     history = workload = None
     finalized = False
     try:
@@ -94,6 +95,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         drain = workload.final_drain()
         history.update_meta(drain={"healthy": drain.healthy, "incomplete": drain.incomplete,
                                    "ends": {str(k): v for k, v in drain.ends.items()}, "records": drain.records})
+        display.phase("history")
         summary = workload.finalize()
         finalized = True
         log.info("history: %s", summary)
@@ -108,6 +110,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         raise
     finally:
         if history is not None:
+            display.phase("logs")
             cluster.save_logs(history.dir / "logs")
         if owned and not opts.keep_cluster:
             display.phase("down")
@@ -124,15 +127,17 @@ def _warm_spark() -> None:
         try:
             from kafka_chaos.checkers.spark import get_spark
 
+            t0 = time.monotonic()
             get_spark()
+            log.info("Spark session ready after %.1f s of warm-up", time.monotonic() - t0)
         except Exception as e:           # the check itself reports a Spark problem properly
             log.debug("warming Spark failed: %s", e)
 
     threading.Thread(target=start, name="spark-warmup", daemon=True).start()
 
 
-def _cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, bool]:
-    """(cluster, whether this run owns it)."""
+def cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, bool]:
+    """(cluster, whether the caller owns it): the running one with --reuse-cluster, else a new one."""
     if opts.reuse_cluster:
         try:
             cluster = KafkaCluster.attach(opts.cluster_name)
@@ -172,7 +177,8 @@ def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
     import json
 
     if not opts.check:
-        return RunResult(run_dir, 0, None, None)
+        display.done()
+        return RunResult(run_dir, 0, None, None, display.durations())
 
     display.phase("check")
     code = check_run(run_dir, force=True, engine=opts.engine, settings=opts.check_settings())
@@ -181,7 +187,7 @@ def _judge(run_dir: Path, opts: RunOptions, display: LiveDisplay) -> RunResult:
     verdict_file = run_dir / "verdict.json"
     verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else None
     display.done()
-    return RunResult(run_dir, code, verdict, Path(report))
+    return RunResult(run_dir, code, verdict, Path(report), display.durations())
 
 
 def summary_lines(result: RunResult) -> list[str]:

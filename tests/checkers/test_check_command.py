@@ -146,7 +146,12 @@ def test_spark_and_pandas_engines_write_the_same_verdict(spark, tmp_path):
     by_spark = {r: json.loads((tmp_path / r / "verdict.json").read_text()) for r in ("a", "b")}
     assert check(a, b, "--force") == 1
     by_pandas = {r: json.loads((tmp_path / r / "verdict.json").read_text()) for r in ("a", "b")}
+    checkers = {r: (by_spark[r].pop("checker"), by_pandas[r].pop("checker")) for r in ("a", "b")}
     assert by_spark == by_pandas
+    # what judged them: one Spark application for both runs, then pandas
+    assert checkers["a"] == checkers["b"]
+    assert checkers["a"][0]["engine"] == "spark" and checkers["a"][1] == {"engine": "pandas"}
+    assert checkers["a"][0]["spark_application_id"] == spark.sparkContext.applicationId
     # the divergent value was read live and is missing from the drain: a lost_after_read too
     assert by_spark["a"]["violations"] == {"lost": 1, "duplicate": 2, "divergent": 1, "lost_after_read": 1}
     assert (tmp_path / "verdicts.parquet").exists()
