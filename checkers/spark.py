@@ -4,6 +4,11 @@ Local by default (`local[*]`: every core of the machine, 2 on ours); `--spark-ma
 runs the same job on a cluster. The master is never hard-coded when spark-submit launched us, so its --master wins.
 Driver memory only takes effect before the JVM starts, i.e. on the first session of a process; in local mode the
 driver is also the only executor, so it holds every shuffle's hash maps (10M sends need several GiB, 100M spill).
+
+The driver binds to loopback only when every executor is on this machine (local mode, or a master listening on
+loopback); a remote cluster's executors must reach the driver at its routable address, which is Spark's default
+(or spark.driver.host from spark-defaults.conf / spark-submit --conf). Executors run no Python of ours: every query
+is a DataFrame plan, and the small key tables go in through Arrow (checkers.spark_queries.small_frame).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ DRIVER_MEMORY_ENV = "KAFKA_CHAOS_SPARK_DRIVER_MEMORY"
 EVENT_LOG_ENV = "KAFKA_CHAOS_SPARK_EVENT_LOG"       # a directory: write Spark's event log there (profiling)
 DEFAULT_DRIVER_MEMORY = "8g"
 LOCAL_MASTER = "local[*]"
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}
 
 
 def resolve_master(explicit: str | None = None) -> str | None:
@@ -31,10 +37,25 @@ def resolve_master(explicit: str | None = None) -> str | None:
     return LOCAL_MASTER
 
 
-def session_config(local: bool) -> dict[str, str]:
-    """The settings of a checker session. Why each one matters is next to it."""
-    conf = {
-        "spark.driver.memory": os.environ.get(DRIVER_MEMORY_ENV, DEFAULT_DRIVER_MEMORY),
+def on_loopback(master: str | None) -> bool:
+    """Whether every executor of `master` runs on this machine: local mode, or a standalone master (one, or an HA
+    list) listening on loopback, which no other machine's worker can reach."""
+    if master is None or master.startswith("local"):
+        return True
+    if not master.startswith("spark://"):
+        return False                                  # yarn, k8s://...: executors elsewhere
+    hosts = [h.rsplit(":", 1)[0] for h in master.removeprefix("spark://").split(",")]
+    return all(h in LOOPBACK_HOSTS for h in hosts)
+
+
+def session_config(local: bool, loopback: bool | None = None, submitted: bool = False) -> dict[str, str]:
+    """The settings of a checker session. Why each one matters is next to it.
+
+    loopback: every executor is on this machine (default: `local`), so the driver listens on 127.0.0.1 only.
+    submitted: spark-submit started the driver's JVM, so its own --driver-memory already decided the heap.
+    """
+    conf = {} if submitted else {"spark.driver.memory": os.environ.get(DRIVER_MEMORY_ENV, DEFAULT_DRIVER_MEMORY)}
+    conf |= {
         # The finder sizes its own big exchanges; this is for the small ones (windows over a few series,
         # summaries), which AQE then coalesces by size rather than by core count.
         "spark.sql.shuffle.partitions": "8" if local else "64",
@@ -51,9 +72,18 @@ def session_config(local: bool) -> dict[str, str]:
     if os.environ.get(EVENT_LOG_ENV):
         conf |= {"spark.eventLog.enabled": "true", "spark.eventLog.dir": os.environ[EVENT_LOG_ENV],
                  "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
-    if local:
+    if local if loopback is None else loopback:
         conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
     return conf
+
+
+def submitted_master() -> str | None:
+    """The master spark-submit was given, read from its JVM (connecting to it starts nothing). It must be known
+    before the session exists: the driver's address is fixed when the context starts."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", None)
 
 
 def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check"):
@@ -69,11 +99,14 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check"):
         return active
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    local = resolved is None or resolved.startswith("local")
-    if local:
+    submitted = resolved is None
+    effective = submitted_master() if submitted else resolved
+    local = effective is None or effective.startswith("local")
+    loopback = on_loopback(effective)
+    if loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
-    for key, value in session_config(local).items():
+    for key, value in session_config(local, loopback, submitted).items():
         builder = builder.config(key, value)
     if resolved is not None:
         builder = builder.master(resolved)

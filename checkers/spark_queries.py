@@ -16,6 +16,7 @@ Every frame carries `run`, an integer index of the run, so many runs are checked
 """
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -25,6 +26,7 @@ OUTCOMES = ("ok", "fail", "info")          # outcome code: the index; anything e
 ACKS = ACKS_LEVELS                         # acks code: the index; anything else: len(ACKS)
 OK, FAIL, INFO = 0, 1, 2
 ACKED_CODES = tuple(ACKS.index(a) for a in ACKED)   # acks codes of "1" and "all"
+ARROW_TYPES = {"int": pa.int32(), "long": pa.int64(), "string": pa.string()}   # small_frame's column types
 CANDIDATE_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "failed_read", "recovered",
                    "offset_mismatch", "nonmonotonic_send", "divergent")
 
@@ -228,5 +230,12 @@ def reads_at(reads: DataFrame, keys: DataFrame) -> DataFrame:
 
 
 def small_frame(spark: SparkSession, rows: list[tuple], schema: str) -> DataFrame:
-    """A driver-side table (a handful of keys) as a DataFrame to broadcast."""
-    return spark.createDataFrame(rows, schema)
+    """A driver-side table (a handful of keys) as a DataFrame to broadcast, e.g. "run int, op_id long".
+
+    Built as an Arrow table, which the driver's JVM reads itself. A list of rows would be re-pickled by a Python
+    worker on the executors, so a cluster would need a Python of our minor version there, for nothing.
+    """
+    fields = [f.split() for f in schema.split(",")]
+    columns = list(zip(*rows)) if rows else [()] * len(fields)
+    return spark.createDataFrame(pa.table({name: pa.array(list(col), type=ARROW_TYPES[kind])
+                                           for (name, kind), col in zip(fields, columns)}))

@@ -22,3 +22,19 @@ def test_spark_submit_keeps_its_own_master(monkeypatch):
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1234")
     assert resolve_master() is None
     assert resolve_master("spark://h:7077") == "spark://h:7077"
+
+
+def test_the_driver_listens_on_loopback_only_when_every_executor_is_on_this_machine():
+    from kafka_chaos.checkers.spark import on_loopback
+    assert on_loopback(None) and on_loopback("local[2]") and on_loopback("spark://127.0.0.1:7077")
+    assert on_loopback("spark://localhost:7077,127.0.0.1:7078")              # a standalone HA pair, here
+    assert not on_loopback("spark://10.0.0.5:7077") and not on_loopback("spark://127.0.0.1:7077,spark-m2:7077")
+    assert not on_loopback("yarn") and not on_loopback("k8s://https://10.0.0.1:6443")
+    here, remote = session_config(local=False, loopback=True), session_config(local=False, loopback=False)
+    assert here["spark.driver.host"] == here["spark.driver.bindAddress"] == "127.0.0.1"
+    assert "spark.driver.host" not in remote and "spark.driver.bindAddress" not in remote   # Spark's default
+    assert session_config(local=True)["spark.driver.host"] == "127.0.0.1"
+
+
+def test_under_spark_submit_its_driver_memory_stands():
+    assert "spark.driver.memory" not in session_config(local=False, loopback=False, submitted=True)
