@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.base.waiting import wait_until
+from kafka_chaos.base.waiting import retry_call, wait_until
 
 
 @dataclass
@@ -74,11 +74,17 @@ class ClusterMetadata:
         (Not DescribeTopics: librdkafka sends that to the "controller" KRaft reports to clients, which is a random
         broker and may be the one a fault just killed.)
         """
-        md = self.admin().list_topics(topic=topic, timeout=timeout)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None:
-            raise UsageError(f"topic {topic} is unknown to the cluster ({t.error if t else 'absent'})",
-                             "create it first")
+        def known():
+            t = self.admin().list_topics(topic=topic, timeout=timeout).topics.get(topic)
+            if t is None or t.error is not None:
+                raise _NotKnownHere(t.error if t else "absent")
+            return t
+        # Brokers replay the metadata log each at its own pace: one that has not reached the topic's creation
+        # yet (seen just after create_topic, under load) answers UNKNOWN_TOPIC_OR_PART; another may know it.
+        try:
+            t = retry_call(known, timeout=UNKNOWN_TOPIC_GRACE_S, interval=0.25, errors=_NotKnownHere)
+        except _NotKnownHere as e:
+            raise UsageError(f"topic {topic} is unknown to the cluster ({e.args[0]})", "create it first") from None
         return sorted((PartitionState(p.id, p.leader if p.leader >= 0 else None, list(p.replicas), list(p.isrs))
                        for p in t.partitions.values()), key=lambda s: s.partition)
 
@@ -163,3 +169,10 @@ class ClusterMetadata:
                 lines.append(f"{t:<20} {s.partition:>9}  {s.leader if s.leader is not None else '-':>6}  "
                              f"{','.join(map(str, s.isr)):<12}  {','.join(map(str, s.replicas))}")
         return "\n".join(lines)
+
+
+UNKNOWN_TOPIC_GRACE_S = 5.0      # how long a topic may be unknown to the broker asked before it counts as absent
+
+
+class _NotKnownHere(Exception):
+    """The broker that answered does not know the topic (yet)."""
