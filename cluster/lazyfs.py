@@ -34,13 +34,44 @@ class Dirty:
     pages: dict[int, bytearray] = field(default_factory=dict)
 
 
+class Space:
+    """A size limit: `capacity` bytes, of which the disk directory's files and a ballast file (outside the mount:
+    the disk-full fault's, which the broker cannot see or delete) take their share. Full: no write may grow a file."""
+
+    def __init__(self, disk: str, capacity: int, ballast: str | None):
+        self.disk, self.capacity, self.ballast = disk, capacity, ballast
+        self.used = 0
+        self.refresh()
+
+    def refresh(self) -> None:
+        """What the disk's files take (allocated blocks), recounted by the flusher thread."""
+        total = 0
+        for top, _dirs, files in os.walk(self.disk):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(top, f)).st_blocks * 512
+                except FileNotFoundError:
+                    pass
+        self.used = total
+
+    def ballast_bytes(self) -> int:
+        try:
+            return os.stat(self.ballast).st_size if self.ballast else 0
+        except FileNotFoundError:
+            return 0
+
+    def free(self) -> int:
+        return max(0, self.capacity - self.used - self.ballast_bytes())
+
+
 class PageCache:
     """Dirty pages per backing inode; `sync` writes them to the backing file. Every method holds the lock."""
 
-    def __init__(self, fsync_disk: bool = True):
+    def __init__(self, fsync_disk: bool = True, space: Space | None = None):
         self.lock = threading.RLock()
         self.files: dict[int, Dirty] = {}
         self.fsync_disk = fsync_disk          # fdatasync the backing file too: the throughput cost is real
+        self.space = space
 
     def size(self, ino: int, disk_size: int) -> int:
         d = self.files.get(ino)
@@ -67,9 +98,12 @@ class PageCache:
     def write(self, fd: int, ino: int, data: bytes, offset: int) -> int:
         with self.lock:
             d = self.files.get(ino)
+            end = offset + len(data)
+            if self.space is not None and end > (d.size if d else os.fstat(fd).st_size) \
+                    and self.space.free() < end - (d.size if d else os.fstat(fd).st_size):
+                raise OSError(errno.ENOSPC, "no space left on device")   # a full disk: no file may grow
             if d is None:
                 d = self.files[ino] = Dirty(os.fstat(fd).st_size, time.monotonic_ns())
-            end = offset + len(data)
             for idx in range(offset // PAGE, (end - 1) // PAGE + 1 if data else offset // PAGE):
                 page = d.pages.get(idx)
                 if page is None:
@@ -208,12 +242,17 @@ class LazyFS:
 
     def statfs(self, path):
         sv = os.statvfs(self._p(path))
-        return {k: getattr(sv, k) for k in ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree",
-                                            "f_files", "f_flag", "f_frsize", "f_namemax")}
+        out = {k: getattr(sv, k) for k in ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree",
+                                           "f_files", "f_flag", "f_frsize", "f_namemax")}
+        space = self.cache.space
+        if space is not None:                      # the size limit, as `df` and Kafka's usable space see it
+            out["f_blocks"] = space.capacity // sv.f_frsize
+            out["f_bfree"] = out["f_bavail"] = space.free() // sv.f_frsize
+        return out
 
     def access(self, path, amode):
         if not os.access(self._p(path), amode):
-            raise _error(errno.EACCES)
+            raise OSError(errno.EACCES, "permission denied")
         return 0
 
     # -- files ----------------------------------------------------------------------------------------------
@@ -293,15 +332,16 @@ class LazyFS:
         return done
 
 
-def _error(code: int):
-    import mfusepy
-    return mfusepy.FuseOSError(code)
-
-
 def _flusher(fs: LazyFS, expire_ms: int, interval_ms: int, stop: threading.Event) -> None:
-    while not stop.wait(interval_ms / 1000):
+    """The writeback every `interval_ms`; the size limit's count of used space every second."""
+    next_writeback = time.monotonic() + interval_ms / 1000
+    while not stop.wait(min(1.0, interval_ms / 1000)):
         try:
-            fs.writeback(expire_ms * 1_000_000)
+            if fs.cache.space is not None:
+                fs.cache.space.refresh()
+            if time.monotonic() >= next_writeback:
+                next_writeback += interval_ms / 1000
+                fs.writeback(expire_ms * 1_000_000)
         except Exception:  # noqa: BLE001 - the flusher must not die; the next pass tries again
             pass
 
@@ -314,13 +354,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--writeback-interval-ms", type=int, default=5_000,
                     help="Linux's dirty_writeback_centisecs default")
     ap.add_argument("--no-disk-fsync", action="store_true", help="do not fdatasync the backing file on fsync")
+    ap.add_argument("--capacity-mb", type=int, help="a size limit (default: none, the host disk's)")
+    ap.add_argument("--ballast", help="a file outside the mount whose size counts against the limit (disk full)")
     a = ap.parse_args(argv)
     import mfusepy
 
     class _Ops(LazyFS, mfusepy.Operations):
         pass
 
-    fs = _Ops(os.path.abspath(a.backing), PageCache(fsync_disk=not a.no_disk_fsync))
+    space = Space(os.path.abspath(a.backing), a.capacity_mb << 20, a.ballast) if a.capacity_mb else None
+    fs = _Ops(os.path.abspath(a.backing), PageCache(fsync_disk=not a.no_disk_fsync, space=space))
     stop = threading.Event()
     threading.Thread(target=_flusher, args=(fs, a.dirty_expire_ms, a.writeback_interval_ms, stop),
                      daemon=True).start()

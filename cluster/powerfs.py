@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 FSTYPE = f"fuse.{FSNAME}"
 DATA_DIR = "/var/lib/kafka/data"          # the broker's log.dirs inside its container
+CAPACITY_MB = 2048                        # the layer's size limit: what the disk-full fault fills
 
 
 def root() -> Path:
@@ -89,7 +90,8 @@ def _detach(mnt: Path) -> None:
 
 @dataclass
 class PowerFS:
-    """One node's lazyfs mount: `mount`, `cut` (power off: unsynced data gone), `power_cycle` (cut, mount)."""
+    """One node's lazyfs mount: `mount`, `cut` (power off: unsynced data gone), `power_cycle` (cut, mount), and
+    `fill` / `free` (a ballast outside the mount takes all of the size limit: the disk is full)."""
 
     run_id: str
     node_id: int
@@ -111,6 +113,19 @@ class PowerFS:
     def mnt(self) -> Path:
         return self.dir / "mnt"
 
+    @property
+    def ballast(self) -> Path:
+        return self.dir / "ballast"
+
+    def fill(self) -> int:
+        """Make the disk full: a (sparse) ballast as large as the size limit. Returns the bytes it took."""
+        with open(self.ballast, "wb") as f:
+            f.truncate(CAPACITY_MB << 20)
+        return CAPACITY_MB << 20
+
+    def free(self) -> None:
+        self.ballast.unlink(missing_ok=True)
+
     def _pid(self) -> int | None:
         try:
             return int((self.dir / "pid").read_text())
@@ -131,7 +146,8 @@ class PowerFS:
         logf = open(self.dir / "log", "ab")
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "kafka_chaos.cluster.lazyfs", str(self.disk), str(self.mnt)],
+                [sys.executable, "-m", "kafka_chaos.cluster.lazyfs", str(self.disk), str(self.mnt),
+                 "--capacity-mb", str(CAPACITY_MB), "--ballast", str(self.ballast)],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
                 start_new_session=True)   # a Ctrl-C to the harness must not take the disk away under the broker
         finally:

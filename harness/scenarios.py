@@ -94,6 +94,13 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              cluster_overrides={"power_loss_fs": True}),
     Scenario("leader-power-loss", "power off the leader of chaos/0 (its unsynced data gone), power it on; repeated",
              cycles("leader-power-loss", topic=TOPIC), cluster_overrides={"power_loss_fs": True}),
+    Scenario("leader-disk-full", "fill the disk of chaos/0's leader until Kafka takes its log dir offline and the "
+             "broker halts; free it and start the broker; repeated", cycles("leader-disk-full", topic=TOPIC),
+             cluster_overrides={"power_loss_fs": True}),
+    Scenario("follower-damage", "kill a follower of chaos/0, flip bits in its newest segment while it is down, "
+             "restart it: Kafka's recovery and replication should repair it",
+             single("damage", start_share=0.3, length_share=0.3, topic=TOPIC, damage_file="segment",
+                    damage_mode="flip"), cluster_overrides={"power_loss_fs": True}),
     Scenario("random-mix", "a seeded Jepsen-style stagger of leader kills, pauses, isolations, splits, loss and "
              "controller kills",
              lambda d: stagger([spec("leader-kill", topic=TOPIC), spec("leader-pause", topic=TOPIC),

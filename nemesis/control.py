@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 
 def _restarted_nodes(events) -> set[int]:
-    return {n for e in events if e.action == "heal" and e.details["effect"] in ("kill", "stop", "power_loss")
+    return {n for e in events if e.action == "heal" and e.details["effect"] in ("kill", "stop", "power_loss", "damage")
             for n in e.nodes}
 
 

@@ -28,6 +28,8 @@ class FaultArgs:
     delay_ms: int = 100                # latency
     jitter_ms: int = 10
     interval_s: float = 2.0            # cascade-kill: between kills
+    damage_file: str = "segment"       # damage: segment | index | leader-epoch-checkpoint | quorum-state
+    damage_mode: str = "flip"          # damage: flip | truncate
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,15 @@ _TYPES = [
               "powers it on", lambda a: storage.PowerLoss(_leader(a), "leader-power-loss"), takes_target=False),
     FaultType("power-loss-all", "power off every broker at once (unsynced data gone on all); heal powers them on",
               lambda a: storage.PowerLoss(AllBrokers(), "power-loss-all"), takes_target=False),
+    FaultType("disk-full", "fill a broker's disk (default: a random one) until Kafka takes its log dir offline and "
+              "halts; heal frees it and starts the broker",
+              lambda a: storage.DiskFull(_one_random(a), name="disk-full")),
+    FaultType("leader-disk-full", "fill the disk of the current leader of TOPIC/PARTITION; heal frees it, starts it",
+              lambda a: storage.DiskFull(_leader(a), name="leader-disk-full"), takes_target=False),
+    FaultType("damage", "kill one broker (default: a follower of TOPIC/PARTITION) and flip bits in or truncate "
+              "--damage-file of its log dir (--damage-mode); heal restarts it",
+              lambda a: storage.Damage(_target(a, RandomFollower(a.topic, a.partition, a.seed)), a.damage_file,
+                                       a.damage_mode, a.topic, a.partition, a.seed, "damage")),
     # latency
     FaultType("latency", "delay a node's packets by --delay-ms ± --jitter-ms (tc netem; refused without netem)",
               lambda a: latency.Latency(_one_random(a), a.delay_ms, a.jitter_ms)),

@@ -109,21 +109,25 @@ class ModelConfig:
 class FaultEffect:
     t_ns: int
     action: str                  # start | heal
-    effect: str                  # kill | stop | pause | net | loss | latency | power_loss
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
     applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
+    damaged: tuple[int, ...] = ()   # damage: the partitions whose log on the nodes was damaged (a data file of theirs)
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
         d = json.loads(details) if isinstance(details, str) else dict(details or {})
         drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
         applied = d.get("applied_ns")
+        damaged = (int(d["partition"]),) if d.get("effect") == "damage" and d.get("file") != "quorum-state" \
+            and d.get("partition") is not None else ()
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
-                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None)
+                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
+                   damaged=damaged)
 
 
 
