@@ -99,7 +99,7 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              cluster_overrides={"power_loss_fs": True}),
     Scenario("follower-damage", "kill a follower of chaos/0, flip bits in its newest segment while it is down, "
              "restart it: Kafka's recovery and replication should repair it",
-             single("damage", start_share=0.3, length_share=0.3, topic=TOPIC, damage_file="segment",
+             single("damage", start_share=0.5, length_share=0.25, topic=TOPIC, damage_file="segment",
                     damage_mode="flip"), cluster_overrides={"power_loss_fs": True}),
     Scenario("random-mix", "a seeded Jepsen-style stagger of leader kills, pauses, isolations, splits, loss and "
              "controller kills",
