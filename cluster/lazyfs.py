@@ -258,8 +258,8 @@ class LazyFS:
     # -- files ----------------------------------------------------------------------------------------------
     def _opened(self, fd: int, p: str, trunc: bool) -> int:
         ino = self._ino(fd)
-        if trunc:
-            self.cache.forget(ino)
+        if trunc:                            # O_TRUNC (the kernel passes it on open: atomic_o_trunc) is metadata
+            self.cache.truncate(fd, ino, 0)
         self.fds[fd] = ino
         self.paths[ino] = p
         return fd

@@ -69,6 +69,13 @@ def test_a_power_cut_keeps_exactly_the_synced_bytes(tmp_path):
             mm.flush()                                                 # msync: Kafka's index flush
         os.close(fd)
         os.rename(m / "log", m / "log.renamed")                        # metadata survives
+        (m / "rewritten").write_bytes(b"old" * 1000)
+        with open(m / "rewritten", "r+b") as f:
+            os.fsync(f.fileno())
+        (m / "rewritten").write_bytes(b"new")                          # O_TRUNC on open, then 3 bytes
+        with open(m / "rewritten", "ab") as f:
+            f.write(b"+")
+        assert (m / "rewritten").read_bytes() == b"new+"
         assert os.path.getsize(m / "log.renamed") == 10_500
         pid = layer._pid()
         layer.power_cycle()
@@ -77,6 +84,7 @@ def test_a_power_cut_keeps_exactly_the_synced_bytes(tmp_path):
         assert (m / "log.renamed").read_bytes() == b"s" * 10_000
         assert (m / "index").read_bytes()[:8] == b"ENTRY001"
         assert not (m / "log").exists()
+        assert (m / "rewritten").read_bytes() == b""                   # truncated at once; the new bytes unsynced
     finally:
         powerfs.remove_run("run-a", tmp_path)
     assert not _lazyfs_processes(m) and str(m) not in powerfs.lazyfs_mounts() and not layer.dir.exists()
