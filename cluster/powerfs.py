@@ -84,8 +84,10 @@ def _is_lazyfs(pid: int, mnt: Path) -> bool:
 
 
 def _detach(mnt: Path) -> None:
+    """Lazy unmount: root with umount, a user through fusermount3 (its setuid helper)."""
     if str(mnt) in lazyfs_mounts():
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        cmd = ["umount", "-l"] if os.geteuid() == 0 else ["fusermount3", "-u", "-z"]
+        subprocess.run([*cmd, str(mnt)], capture_output=True)
 
 
 @dataclass

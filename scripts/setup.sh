@@ -35,6 +35,11 @@ command -v iptables >/dev/null || missing+=(iptables)
 [ $WANT_TEST = 1 ] && ! command -v shellcheck >/dev/null && missing+=(shellcheck)
 [ $WANT_TEST = 1 ] && ! command -v curl >/dev/null && missing+=(curl)
 [ ${#missing[@]} -gt 0 ] && apt_install "${missing[@]}"
+# A user (not root) may mount the power-loss layer with allow_other, which Docker's daemon needs to bind it.
+if [ "$(id -u)" != 0 ] && [ -f /etc/fuse.conf ] && ! grep -q '^user_allow_other' /etc/fuse.conf; then
+  say "enabling user_allow_other in /etc/fuse.conf (the power-loss layer's mounts are bound into containers)"
+  as_root sh -c "echo user_allow_other >> /etc/fuse.conf" || say "could not: power-loss scenarios need root"
+fi
 
 # 2. Python: a virtualenv with the package (editable), reinstalled only when pyproject.toml changes.
 PY=${PYTHON:-python3}
