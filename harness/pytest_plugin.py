@@ -183,7 +183,9 @@ def chaos_run(request, chaos_cluster):
             opts.duration_s = cfg.getoption("--chaos-duration")
         if cfg.getoption("--chaos-seed") is not None:
             opts.seed = cfg.getoption("--chaos-seed")
-        result = run(opts, cluster=chaos_cluster)
+        from kafka_chaos.harness.scenarios import scenario as _scenario
+        own = _scenario(scenario).cluster_overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs
+        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss run makes its own cluster
         made.append(result)
         _attach(request.node, result)
         return result

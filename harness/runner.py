@@ -53,6 +53,13 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         owned = False
     else:
         cluster, owned = cluster_for(opts, display)
+    if sc.cluster_overrides.get("power_loss_fs") and not cluster.config.power_loss_fs:
+        if owned:
+            cluster.down()
+        raise UsageError(f"{opts.scenario} needs the brokers' log dirs on the power-loss layer; cluster "
+                         f"{cluster.config.name} was started without it",
+                         "drop --reuse-cluster (the run starts its own cluster with it), or start the cluster with "
+                         "--power-loss-fs")
     history = workload = None
     finalized = False
     try:

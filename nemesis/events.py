@@ -1,6 +1,6 @@
 """Fault events: one per start and per heal, the rows of history/faults.parquet (see docs/history.md).
 
-`details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency.
+`details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency, power_loss, damage.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency")
+EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency", "power_loss", "damage")
 CLIENT = "client"        # the workload host in a drop pair
 
 
