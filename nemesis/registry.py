@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import latency, network, process
+from kafka_chaos.nemesis import latency, network, process, throttle
 from kafka_chaos.nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ class FaultArgs:
     delay_ms: int = 100                # latency
     jitter_ms: int = 10
     interval_s: float = 2.0            # cascade-kill: between kills
+    cpus: float = 0.01                 # slow: the CPU share left (0.01 = 1% of one core)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,16 @@ _TYPES = [
     # latency
     FaultType("latency", "delay a node's packets by --delay-ms ± --jitter-ms (tc netem; refused without netem)",
               lambda a: latency.Latency(_one_random(a), a.delay_ms, a.jitter_ms)),
+]
+
+# slow nodes (nemesis/throttle.py)
+_TYPES += [
+    FaultType("slow", "cap a node's CPU at --cpus (default: a random broker, 1% of a core); heal restores its limits",
+              lambda a: throttle.Slow(_one_random(a), a.cpus, "slow")),
+    FaultType("follower-slow", "cap one follower of TOPIC/PARTITION (drawn by seed) at --cpus so it falls out of "
+              "the ISR; heal restores its limits",
+              lambda a: throttle.Slow(RandomFollower(a.topic, a.partition, a.seed), a.cpus, "follower-slow"),
+              takes_target=False),
 ]
 
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}

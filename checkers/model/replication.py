@@ -46,13 +46,19 @@ class _Replication(_Controller):
     def _fetch_and_alter_isr(self, p: int, part: _Partition, t: int) -> set:
         """Followers that believe in the current leader and reach it copy its log (truncating what diverges); the
         leader, if it reaches the controller, shrinks followers out after replica.lag.time.max.ms and expands
-        caught-up ones back in (AlterPartition). Returns the followers that fetched."""
+        caught-up ones back in (AlterPartition). Returns the followers that fetched.
+
+        A slowed follower (effect `slow`) that lags in this replay fetches nothing: Kafka keeps a follower in the
+        ISR only while a fetch reached the leader's log end within replica.lag.time.max.ms (Replica.isCaughtUp,
+        lastCaughtUpTimeMs; Partition.getOutOfSyncReplicas names "slow followers" beside stuck ones), checked every
+        lag/2 by ReplicaManager's isr-expiration task (Partition.maybeShrinkIsr)."""
         leader = part.leader
         fetched: set = set()
         if leader is None or not self.up(leader) or part.view[leader][:2] != (leader, part.epoch):
             return fetched
         for f in part.replicas:
-            if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader):
+            if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader) \
+                    and not self.lagging(f):
                 part.logs[f] = [list(s) for s in part.logs[leader]]
                 part.caught_up[f] = t
                 fetched.add(f)

@@ -16,6 +16,9 @@ class _Sim(_Replication):
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
+        elif f.effect == "slow":
+            for n in f.nodes:
+                self.slow[n] = start
         elif f.effect in ("net", "loss"):
             if start and (f.effect == "net" or f.probability >= 0.5):
                 self.drops[i] = set(f.drops)

@@ -30,8 +30,9 @@ class _Partition:
 
 class _State:
     def __init__(self, cfg: ModelConfig, faults: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
-                 leader_fenced_first: bool = False):
+                 leader_fenced_first: bool = False, slow_mode: str = "lagging"):
         self.cfg, self.t_end, self.leader_fenced_first = cfg, t_end, leader_fenced_first
+        self.slow_mode = slow_mode              # how a CPU-starved node behaves in this replay (see run_model)
         self.faults = sorted(faults, key=lambda f: f.t_ns)
         self.events: list[dict] = []
         self.truncs: list[Window] = []
@@ -42,6 +43,7 @@ class _State:
         everyone = set(self.nodes) | set(self.voters)
         self.alive = {n: True for n in everyone}
         self.paused = {n: False for n in everyone}
+        self.slow = {n: False for n in everyone}
         self.fenced = {n: False for n in self.nodes}
         self.unclean_restart = {n: False for n in self.nodes}
         self.last_hb = {n: t_begin for n in self.nodes}
@@ -85,6 +87,15 @@ class _State:
 
     def can(self, src, dst) -> bool:
         return self.up(src) and self.up(dst) and all((src, dst) not in d for d in self.drops.values())
+
+    def lagging(self, n) -> bool:
+        """A slowed follower that fetches too slowly to reach its leader's log end (this replay's slow mode: a
+        fenced one lags too, as it is starved; it is out of the ISR either way)."""
+        return self.slow.get(n, False) and self.slow_mode in ("lagging", "fenced")
+
+    def misses_heartbeats(self, n) -> bool:
+        """A slowed broker whose heartbeats no longer reach the controller in time (this replay's slow mode)."""
+        return self.slow.get(n, False) and self.slow_mode == "fenced"
 
     def link(self, a, b) -> bool:
         return a == b and self.up(a) or (self.can(a, b) and self.can(b, a))
