@@ -1,8 +1,9 @@
 """The Nemesis: starts and heals faults against one cluster, records every event, and heals everything at the end.
 
 It keeps the active faults so that heal_all can undo them (recording their heal rows) before sweeping every node
-back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota. When a process fault restarts a
-node, the node comes back with a fresh network namespace; active network faults put their rules back on it.
+back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota. When a process fault
+restarts a node, the node comes back with a fresh network namespace; active network faults put their rules back on
+it.
 """
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     (seen here: at 2% of a core a follower kept up with 2000 acks=all writes/s and only slowed them; at 1% it
     left the ISR after 12 s, then missed heartbeats and was fenced): it fetches too slowly to stay caught up and
     leaves the ISR (the recorded replay), its heartbeats lapse and the controller fences it, like a pause (the
-    late replay, lagging as well), or it keeps up and nothing changes but speed (a third replay, only for runs with a slowed node).
-    Risk is the union of all three; a certain prediction must hold in each."""
+    late replay, lagging as well), or it keeps up and nothing changes but speed (a third replay, only for runs
+    with a slowed node). Risk is the union of all three; a certain prediction must hold in each."""
     if isinstance(faults, pd.DataFrame):
         events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
                   .itertuples(index=False)]
