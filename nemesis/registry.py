@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import latency, network, process, throttle
+from kafka_chaos.nemesis import latency, network, process, reassign, throttle
 from kafka_chaos.nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,10 @@ _TYPES += [
               "the ISR; heal restores its limits",
               lambda a: throttle.Slow(RandomFollower(a.topic, a.partition, a.seed), a.cpus, "follower-slow"),
               takes_target=False),
+    # membership (nemesis/reassign.py)
+    FaultType("partition-reassign", "move TOPIC/PARTITION's replicas: one (drawn by seed) swapped for a broker "
+              "outside the set (needs more brokers than replicas); heal moves them back",
+              lambda a: reassign.PartitionReassign(a.topic, a.partition, a.seed), takes_target=False),
 ]
 
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}

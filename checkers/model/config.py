@@ -104,21 +104,26 @@ class ModelConfig:
 class FaultEffect:
     t_ns: int
     action: str                  # start | heal
-    effect: str                  # kill | stop | pause | net | loss | latency | power_loss
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | slow | reassign
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
     applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
+    partition: int | None = None    # reassign: the partition moved
+    moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
         d = json.loads(details) if isinstance(details, str) else dict(details or {})
         drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
         applied = d.get("applied_ns")
+        moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
+        part = d.get("partition")
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
-                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None)
+                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
+                   partition=int(part) if part is not None else None, moves=moves)
 
 
 

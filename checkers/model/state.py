@@ -25,6 +25,8 @@ class _Partition:
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
     elections: list = field(default_factory=list)     # (epoch, t, how, leader, the leader's log when elected)
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
+    adding: list = field(default_factory=list)        # a reassignment in progress: replicas joining
+    removing: list = field(default_factory=list)      # ... and replicas leaving once the new ones are in the ISR
 
 
 
@@ -59,6 +61,10 @@ class _State:
             for f in self.faults:
                 nodes |= set(f.nodes) - set(cfg.controllers)
         parts = {}
+        moved = {}        # the replicas a partition had before its first reassignment (the samples show both sets)
+        for f in self.faults:
+            if f.effect == "reassign" and f.action == "start" and f.moves and f.partition not in moved:
+                moved[f.partition] = list(f.moves[0])
         for p in range(cfg.partitions):
             rows = samples[samples["partition"] == p].sort_values("t_ns") if len(samples) else samples
             if len(rows):
@@ -67,10 +73,13 @@ class _State:
                 seen = [int(x) for r in rows["isr"] for x in r]
                 leader = None if pd.isna(first["leader"]) else int(first["leader"])
                 replicas = list(dict.fromkeys(([leader] if leader is not None else []) + isr + seen))
+                if p in moved:
+                    replicas = list(dict.fromkeys([r for r in [leader] + isr if r in moved[p]] + moved[p]))
+                    isr = [r for r in isr if r in replicas]
             else:
                 ordered = sorted(nodes)
                 k = p % len(ordered)
-                replicas = (ordered[k:] + ordered[:k])[:cfg.replication_factor]
+                replicas = moved.get(p) or (ordered[k:] + ordered[:k])[:cfg.replication_factor]
                 leader, isr = replicas[0], list(replicas)
             nodes |= set(replicas)
             part = _Partition(replicas=replicas, leader=leader, isr=isr)
