@@ -96,7 +96,8 @@ class RunOptions:
             "min.insync.replicas": str(self.min_isr), "unclean.leader.election.enable": str(self.unclean).lower()}
 
     def cluster_config(self, name: str) -> ClusterConfig:
-        """The cluster a run starts: the chaos defaults, the run's min ISR and unclean flag, the cluster options."""
+        """The cluster a run starts: the chaos defaults, the scenario's shape (e.g. 4 brokers), the run's min ISR
+        and unclean flag, the cluster options."""
         base = chaos_cluster_config(name, self.kafka_version, min_insync_replicas=self.min_isr,
                                     unclean_leader_election=self.unclean,
                                     **scenarios.scenario(self.scenario).cluster_overrides)

@@ -109,13 +109,15 @@ class ModelConfig:
 class FaultEffect:
     t_ns: int
     action: str                  # start | heal
-    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage | slow | reassign
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
     applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
     damaged: tuple[int, ...] = ()   # damage: the partitions whose log on the nodes was damaged (a data file of theirs)
+    partition: int | None = None    # reassign: the partition moved
+    moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
@@ -124,10 +126,12 @@ class FaultEffect:
         applied = d.get("applied_ns")
         damaged = (int(d["partition"]),) if d.get("effect") == "damage" and d.get("file") != "quorum-state" \
             and d.get("partition") is not None else ()
+        moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
+        part = d.get("partition")
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
                    probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
-                   damaged=damaged)
+                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves)
 
 
 

@@ -18,7 +18,7 @@ class _Controller(_State):
     def _heartbeats(self, t: int):
         """Brokers that reach the controller heartbeat; a fenced one that is alive is unfenced."""
         for n in self.nodes:
-            if not (self.up(n) and self.reaches_controller(n)):
+            if not (self.up(n) and self.reaches_controller(n)) or self.misses_heartbeats(n):
                 self.connected_since[n] = None
                 continue
             if self.connected_since.get(n) is None:

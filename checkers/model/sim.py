@@ -16,6 +16,11 @@ class _Sim(_Replication):
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
+        elif f.effect == "slow":
+            for n in f.nodes:
+                self.slow[n] = start
+        elif f.effect == "reassign" and f.moves and f.partition in self.parts:
+            self._reassign(f.partition, list(f.moves[1] if start else f.moves[0]), t)
         elif f.effect in ("net", "loss"):
             if start and (f.effect == "net" or f.probability >= 0.5):
                 self.drops[i] = set(f.drops)
