@@ -19,6 +19,7 @@ _FIELDS = {
     "image": ("image", "--image"),
     "subnet": ("subnet", "--subnet"),
     "elr": ("elr", "--elr"),
+    "metadata": ("metadata", "--metadata"),
     "replica_lag_ms": ("replica_lag_time_max_ms", "--replica-lag-ms"),
     "session_timeout_ms": ("broker_session_timeout_ms", "--session-timeout-ms"),
 }
@@ -36,11 +37,15 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
     p.add_argument("--min-isr", type=int, help=f"min.insync.replicas (default {d.min_insync_replicas})")
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None,
                    help="unclean.leader.election.enable (default off)")
+    p.add_argument("--metadata", choices=("kraft", "zookeeper"),
+                   help="metadata mode: kraft (default where the release has it, 3.9+) or zookeeper (up to 3.9: one "
+                        "ZooKeeper node, one broker elected controller)")
     p.add_argument("--elr", action=argparse.BooleanOptionalAction, default=None,
                    help="eligible leader replicas (4.0+; default: the version's default)")
     p.add_argument("--replica-lag-ms", type=int, help=f"replica.lag.time.max.ms (default {d.replica_lag_time_max_ms})")
     p.add_argument("--session-timeout-ms", type=int,
-                   help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms})")
+                   help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms}); in ZooKeeper mode "
+                        "zookeeper.session.timeout.ms (Kafka's default 18000 from 2.5)")
     p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                    help="any broker setting, on every node (repeatable), e.g. log.flush.interval.messages=1")
     p.add_argument("--topic-config", action="append", metavar="KEY=VALUE",
@@ -67,6 +72,7 @@ class ClusterChoice:
     image: str | None = None
     subnet: str | None = None
     elr: bool | None = None
+    metadata: str | None = None
     replica_lag_ms: int | None = None
     session_timeout_ms: int | None = None
     broker_config: dict[str, str] = field(default_factory=dict)
@@ -90,6 +96,8 @@ class ClusterChoice:
         command's own (run's --min-isr), as field -> (value, flag as typed)."""
         given = {name: (v, flag) for name, (_, v, flag) in self._given().items()} | (explicit or {})
         config = replace(base, **{name: v for name, (v, _) in given.items()})
+        if self.session_timeout_ms is not None:       # the broker's session, whichever mode keeps it
+            config = replace(config, zookeeper_session_timeout_ms=self.session_timeout_ms)
         config = with_broker_settings(config, self.broker_config, {name: flag for name, (_, flag) in given.items()})
         config.validate()
         return config
