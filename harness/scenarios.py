@@ -75,6 +75,10 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              "alone, then kill it and restart it later", isolate_then_kill),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
              cycles("controller-isolate")),
+    Scenario("controller-kill", "kill -9 the active controller (ZooKeeper mode: the controller broker), restart "
+             "it; repeated", cycles("controller-kill")),
+    Scenario("zookeeper-isolate", "cut the ZooKeeper node from every broker and the clients, heal; repeated "
+             "(ZooKeeper mode)", cycles("zookeeper-isolate")),
     Scenario("majority-minority", "split the nodes into a majority and a minority, heal; repeated",
              cycles("split")),
     Scenario("bridge", "two halves that cannot see each other, joined through one node; repeated",
