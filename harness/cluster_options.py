@@ -28,7 +28,8 @@ _FIELDS = {
 def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> None:
     """The options of `cluster up` and `run`; `defaults` is the command's cluster, shown in the help."""
     d = defaults
-    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
+    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central); "
+                   "`run` also takes a list, e.g. 2.8.2,3.9.2:zookeeper,4.4.0: the same scenario and seed on each")
     p.add_argument("--brokers", type=int, help=f"number of brokers (default {d.brokers})")
     p.add_argument("--controllers", type=int, choices=(1, 3, 5),
                    help=f"dedicated KRaft controllers (default {d.controllers})")

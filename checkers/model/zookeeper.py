@@ -50,7 +50,9 @@ class _ZooKeeperMode:
             if self.up(n) and self.reaches_controller(n):
                 if self.connected_since.get(n) is None:
                     self.connected_since[n] = t
-            else:
+            elif not self.up(n) or (self.controller is not None and self.up(self.controller)):
+                # cut from a controller that is there (or down itself): it misses decisions. With the controller
+                # gone nothing is decided until a new one, whose failover sends every live broker its state.
                 self.connected_since[n] = None
         self._zk_elect_controller()
 
