@@ -8,9 +8,9 @@ from kafka_chaos.checkers.model.zookeeper import _ZooKeeperMode
 
 
 class _Controller(_ZooKeeperMode, _State):
-    def _elect_controller(self):
+    def _elect_controller(self, t: int | None = None):
         if self.zk_mode:
-            return self._zk_elect_controller()
+            return self._zk_elect_controller(t)
 
         def quorum(c):
             return self.up(c) and sum(self.link(c, v) for v in self.voters) > len(self.voters) / 2

@@ -62,7 +62,7 @@ class _Sim(_Replication):
         self.power_losses.append((t, n))
 
     def tick(self, t: int):
-        self._elect_controller()
+        self._elect_controller(t)
         self._heartbeats(t)
         if self.zk_mode:
             self._zk_sessions(t)

@@ -19,9 +19,22 @@ a broker counts as gone.
 """
 from __future__ import annotations
 
+from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS
+
+# A new ZooKeeper-mode controller first reads the whole cluster state from ZooKeeper (KafkaController
+# .onControllerFailover), then sends every live broker its LeaderAndIsr; until that reaches a deposed leader, the
+# deposed leader keeps acknowledging acks=1 writes. Kafka bounds none of it. Seen here (3.9.2, 53 partitions, load
+# average ~70): ~30 s from the old controller's session expiry to the zombie's truncation, and a LeaderAndIsr naming
+# a leader the broker did not know alive is ignored (ReplicaManager.makeFollowers: "cannot become follower since
+# the new leader is unavailable"). The model lets decisions of a new controller reach brokers this long after it
+# took office: later, not sooner, so acks=1 writes to a zombie are at risk that long.
+ZK_CONTROLLER_FAILOVER_NS = 30_000_000_000
+
 
 class _ZooKeeperMode:
     """Mixed into the controller model; `self.zk_mode` chooses it. ZooKeeper is `self.voters[0]`."""
+
+    controller_ready: int = 0          # when the current controller's failover is done (its decisions go out)
 
     @property
     def zookeeper_node(self):
@@ -34,10 +47,18 @@ class _ZooKeeperMode:
         c = self.controller
         return c is not None and not self.fenced[c] and self._zk_session_alive(c)
 
-    def _zk_elect_controller(self):
-        """/controller goes with its holder's session; the first broker that reaches ZooKeeper takes it."""
+    def _zk_elect_controller(self, t: int | None = None):
+        """/controller goes with its holder's session; the first broker that reaches ZooKeeper takes it. What it
+        decides reaches the brokers once its failover is done (ZK_CONTROLLER_FAILOVER_NS)."""
         if self.controller is None or self.fenced[self.controller]:
+            old = self.controller
             self.controller = next((c for c in self.nodes if not self.fenced[c] and self._zk_session_alive(c)), None)
+            if self.controller is not None and self.controller != old and t is not None:
+                ready = t + ZK_CONTROLLER_FAILOVER_NS
+                for n in self.nodes:
+                    if self.connected_since.get(n) is not None:
+                        self.connected_since[n] = max(self.connected_since[n], ready - METADATA_CATCHUP_NS)
+                self.controller_ready = ready
 
     def _zk_heartbeats(self, t: int):
         """Sessions kept alive by reaching ZooKeeper (a broker back from an expiry registers again); views kept
@@ -49,12 +70,12 @@ class _ZooKeeperMode:
                     self._unfence(n, t)
             if self.up(n) and self.reaches_controller(n):
                 if self.connected_since.get(n) is None:
-                    self.connected_since[n] = t
+                    self.connected_since[n] = max(t, self.controller_ready - METADATA_CATCHUP_NS)
             elif not self.up(n) or (self.controller is not None and self.up(self.controller)):
                 # cut from a controller that is there (or down itself): it misses decisions. With the controller
                 # gone nothing is decided until a new one, whose failover sends every live broker its state.
                 self.connected_since[n] = None
-        self._zk_elect_controller()
+        self._zk_elect_controller(t)
 
     def _zk_sessions(self, t: int):
         """Expire sessions that ZooKeeper has not heard from within the timeout; the controller, when it can act,
@@ -66,7 +87,7 @@ class _ZooKeeperMode:
             self.offline_pending.add(n)
             self.events.append({"t_ns": t, "event": "fenced", "node": n, "why": "ZooKeeper session expired"})
         if expired:
-            self._zk_elect_controller()
+            self._zk_elect_controller(t)
         if not self._zk_controller_acts():
             return
         gone = sorted(n for n in self.offline_pending if self.fenced[n])

@@ -1,5 +1,6 @@
 """The ISR model in ZooKeeper mode (Kafka up to 3.9) on hand-written timelines: sessions with ZooKeeper decide when a
 broker is gone, a broker is the controller, unclean election is honoured, and the release rules are named."""
+import pandas as pd
 import pytest
 
 from kafka_chaos.checkers.model import FaultEffect, ModelConfig, run_model
@@ -31,8 +32,14 @@ def leader_events(model):
     return [e for e in model.events if e["event"] == "leader"]
 
 
+def samples(controller):
+    """One cluster sample: leader 1, full ISR, and the controller broker the sampler read."""
+    return pd.DataFrame({"t_ns": [T0], "partition": [0], "leader": [1], "isr": [[1, 2, 3]],
+                         "high_watermark": [0], "controller": [controller]})
+
+
 def test_a_killed_leader_is_replaced_only_when_its_zookeeper_session_expires():
-    model = run_model(cfg(), [kill(1, T0 + 10 * S)], t_begin=T0, t_end=T0 + 60 * S)
+    model = run_model(cfg(), [kill(1, T0 + 10 * S)], samples(3), t_begin=T0, t_end=T0 + 60 * S)
     elected = leader_events(model)
     assert elected and elected[0]["leader"] == 2                 # first live ISR replica in assignment order
     assert elected[0]["t_ns"] - (T0 + 10 * S) == pytest.approx(18 * S, abs=0.3 * S)   # the 18 s session
@@ -43,7 +50,7 @@ def test_a_killed_leader_is_replaced_only_when_its_zookeeper_session_expires():
 
 
 def test_a_shorter_session_fails_over_sooner():
-    model = run_model(cfg(session_ms=6_000), [kill(1, T0 + 10 * S)], t_begin=T0, t_end=T0 + 60 * S)
+    model = run_model(cfg(session_ms=6_000), [kill(1, T0 + 10 * S)], samples(3), t_begin=T0, t_end=T0 + 60 * S)
     assert leader_events(model)[0]["t_ns"] - (T0 + 10 * S) == pytest.approx(6 * S, abs=0.3 * S)
 
 
@@ -64,10 +71,15 @@ def test_with_zookeeper_cut_off_nobody_is_fenced_until_it_returns_and_then_nothi
     assert model.predictions()["lost"] == "never"
 
 
-def test_the_controller_broker_can_be_the_leader_and_a_new_controller_takes_over():
-    model = run_model(cfg(), [kill(1, T0 + 10 * S)], t_begin=T0, t_end=T0 + 60 * S)
-    # broker 1 was controller (lowest id, no samples): its session lapses, broker 2 becomes controller and elects
+def test_when_the_leader_was_the_controller_its_successor_decides_after_its_failover():
+    from kafka_chaos.checkers.model.zookeeper import ZK_CONTROLLER_FAILOVER_NS
+
+    model = run_model(cfg(), [kill(1, T0 + 10 * S)], samples(1), t_begin=T0, t_end=T0 + 120 * S)
+    # broker 1 led and was controller: its session lapses, broker 2 takes /controller and elects itself, but the
+    # brokers (and clients) act on it only once the new controller's failover is done
     assert leader_events(model)[0]["leader"] == 2
+    window = next(w for w in model.unavailable if "no reachable leader" in w.reason)
+    assert window.end_ns - window.start_ns == pytest.approx(18 * S + ZK_CONTROLLER_FAILOVER_NS + 1 * S, abs=0.3 * S)
 
 
 def test_unclean_election_is_honoured_in_zookeeper_mode_even_before_39():
