@@ -29,6 +29,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("kafka-chaos")
     group.addoption("--chaos-kafka-version", default=None, metavar="V",
                     help="Kafka release for chaos tests (default: newest 4.x)")
+    group.addoption("--chaos-metadata", choices=("kraft", "zookeeper"), default=None,
+                    help="metadata mode of the chaos cluster (default: KRaft where the release has it)")
     group.addoption("--chaos-duration", type=float, default=None, help="seconds of workload per scenario")
     group.addoption("--chaos-seed", type=int, default=None, help="seed of fault schedules (default: per test)")
     group.addoption("--chaos-results", default=None, metavar="DIR", help="where run results go (default results/)")
@@ -136,7 +138,8 @@ def chaos_cluster(request):
 
     keep = request.config.getoption("--chaos-keep-cluster")
     version = request.config.getoption("--chaos-kafka-version")
-    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0])
+    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0],
+                           metadata=request.config.getoption("--chaos-metadata"))
     name = "kafka-chaos-pytest"
     if keep:
         try:

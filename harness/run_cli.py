@@ -59,6 +59,13 @@ def _cmd_run(args) -> int:
         stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall, engine=args.engine,
         cluster=ClusterChoice.from_args(args), topic_config=parse_settings(args.topic_config, "--topic-config"),
     )
+    from kafka_chaos.harness.matrix import is_matrix, run_matrix
+
+    if is_matrix(args.kafka_version):       # 2.8.2,3.9.2,4.4.0: the version matrix
+        if args.repeat is not None:
+            from kafka_chaos.base.errors import UsageError
+            raise UsageError("--repeat and a list of releases do not combine", "give one of them")
+        return run_matrix(opts, args.kafka_version)[0]
     if args.repeat is not None:
         from kafka_chaos.harness.repeat import run_repeated
 

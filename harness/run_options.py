@@ -21,9 +21,11 @@ DEFAULT_MIN_ISR = 2
 
 
 def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
-    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects."""
+    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects. In
+    ZooKeeper mode the session is ZooKeeper's: 6 s is Kafka's default before 2.5 (KIP-537 made it 18 s)."""
     base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=2,
-                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000)
+                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000,
+                zookeeper_session_timeout_ms=6000)
     base.update(overrides)
     return ClusterConfig(**base)
 

@@ -76,6 +76,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             topic_settings=topic_settings,
             duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
             controllers=tuple(n.id for n in cluster.controllers),
+            metadata_mode=cluster.metadata_mode, zookeeper=tuple(n.id for n in cluster.zookeepers),
             fault_plan=tuple({"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps),
             extra=dict(opts.extra_meta))
         history = HistoryWriter.create(opts.results, run_id, meta)
@@ -177,6 +178,8 @@ def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts
 
 def _elr_enabled(cluster: KafkaCluster) -> bool:
 
+    if cluster.metadata_mode == "zookeeper":
+        return False
     return cluster.config.elr if cluster.config.elr is not None else elr_default(cluster.version)
 
 

@@ -108,6 +108,10 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              reassign_under_fire, duration_s=60.0, cluster_overrides={"brokers": 4}),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
              cycles("controller-isolate")),
+    Scenario("controller-kill", "kill -9 the active controller (ZooKeeper mode: the controller broker), restart "
+             "it; repeated", cycles("controller-kill")),
+    Scenario("zookeeper-isolate", "cut the ZooKeeper node from every broker and the clients, heal; repeated "
+             "(ZooKeeper mode)", cycles("zookeeper-isolate")),
     Scenario("majority-minority", "split the nodes into a majority and a minority, heal; repeated",
              cycles("split")),
     Scenario("bridge", "two halves that cannot see each other, joined through one node; repeated",

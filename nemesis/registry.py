@@ -11,7 +11,17 @@ from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
 from kafka_chaos.nemesis import latency, network, process, reassign, storage, throttle
-from kafka_chaos.nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
+from kafka_chaos.nemesis.base import (
+    AllBrokers,
+    Controller,
+    Fault,
+    Leader,
+    Nodes,
+    RandomBrokers,
+    RandomFollower,
+    Target,
+    ZooKeeperNodes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +107,8 @@ _TYPES = [
               lambda a: network.Isolate(_leader(a), "leader-isolate"), takes_target=False),
     FaultType("controller-isolate", "cut the active controller from every node",
               lambda a: network.Isolate(Controller(), "controller-isolate"), takes_target=False),
+    FaultType("zookeeper-isolate", "cut the ZooKeeper node from every broker and the clients (ZooKeeper mode)",
+              lambda a: network.Isolate(ZooKeeperNodes(), "zookeeper-isolate"), takes_target=False),
     FaultType("split", "majority / minority partition of all nodes (or --target nodes), shuffled by seed",
               lambda a: network.Split(a.seed, a.targets, name="split")),
     FaultType("bridge", "two halves that cannot reach each other, joined through one node (3+ nodes)",
@@ -152,6 +164,7 @@ ALIASES: dict[str, str] = {
     "kill-minority": "minority-kill", "kill-leader": "leader-kill", "kill-follower": "follower-kill",
     "stop-leader": "leader-stop", "pause-leader": "leader-pause", "kill-controller": "controller-kill",
     "kill-all": "all-kill", "isolate-leader": "leader-isolate", "isolate-controller": "controller-isolate",
+    "isolate-zookeeper": "zookeeper-isolate",
 }
 
 

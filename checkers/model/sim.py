@@ -80,9 +80,11 @@ class _Sim(_Replication):
                 self.events.append({"t_ns": t, "event": "damage: replica log lost", "node": n, "partition": p})
 
     def tick(self, t: int):
-        self._elect_controller()
+        self._elect_controller(t)
         self._heartbeats(t)
-        if self.controller is not None:
+        if self.zk_mode:
+            self._zk_sessions(t)
+        elif self.controller is not None:
             session = self.cfg.broker_session_timeout_ms * 1_000_000
             expired = [n for n in self.nodes if not self.fenced[n] and t - self.last_hb[n] > session]
             if expired:
