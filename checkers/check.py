@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.checkers import availability, reference
+from kafka_chaos.checkers import availability, clients, reference
 from kafka_chaos.checkers.client import message_timeouts
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
@@ -164,7 +164,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
                                                  findings.idempotent.get(run_id, ()))
             found = findings.for_run(run_id)
             timeouts = message_timeouts(sends_path(run_dir)) if _idempotent_out_of_order(found.instances) else {}
-            verdict, judged = judge_run(meta, model, samples, found, settings, timeouts)
+            verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir)
             verdict["checker"] = checker
             _write(run_dir, verdict, judged)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
@@ -174,7 +174,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
 
 
 def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, settings: CheckSettings,
-              client_timeouts: dict | None = None):
+              client_timeouts: dict | None = None, run_dir: Path | None = None):
     """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings)."""
     complete = completeness(meta, found.final_reads, found.acked_partitions)
     acks = set(model.config.acks)
@@ -189,6 +189,9 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     losses = observed.unpredicted_losses(disagreements)
     judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_timeouts)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
+    if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
+                                                                  settings.stall_threshold_s)):
+        verdict["clients"] = per_client
     return verdict, judged
 
 

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 from kafka_chaos.base.errors import UsageError
 
 ACKS = ("0", "1", "all")
+CLIENTS = ("librdkafka", "java")             # librdkafka through confluent-kafka; Kafka's own Java client
 CLIENT_DEFAULT_RETRIES = 2_147_483_647      # librdkafka's default `retries` (message.send.max.retries)
 
 
@@ -25,6 +26,7 @@ class ProducerProfile:
     request_timeout_ms: int = 10_000
     linger_ms: int = 5
     rate: float | None = None
+    client: str = "librdkafka"
 
     def __post_init__(self):
         object.__setattr__(self, "acks", "all" if str(self.acks) in ("all", "-1") else str(self.acks))
@@ -56,6 +58,11 @@ class ProducerProfile:
         if self.rate is not None and self.rate <= 0:
             raise UsageError(f"producer {self.name}: rate {self.rate} must be positive",
                              "give a positive rate, or none for as fast as possible")
+        if self.client not in CLIENTS:
+            raise UsageError(f"producer {self.name}: client {self.client!r} is not one of {', '.join(CLIENTS)}",
+                             "use --client librdkafka, java or both")
+        if self.client == "java":
+            return self._validate_java()
         from confluent_kafka import KafkaException, Producer
 
         try:
@@ -64,6 +71,15 @@ class ProducerProfile:
             raise UsageError(f"producer {self.name}: the Kafka client rejects this profile: {e.args[0].str()}",
                              "change the profile (e.g. idempotence needs acks=all, retries >= 1 and "
                              "max.in.flight <= 5)") from None
+        return self
+
+    def _validate_java(self) -> "ProducerProfile":
+        """The Java producer's own idempotence rules (ProducerConfig: acks=all, retries > 0, at most 5 in flight),
+        checked here so that a bad profile fails before any JVM starts."""
+        if self.idempotent and (self.acks != "all" or self.retries == 0 or self.max_in_flight > 5):
+            raise UsageError(f"producer {self.name}: the Java client refuses idempotence with acks={self.acks}, "
+                             f"retries={self.retries}, max.in.flight={self.max_in_flight}",
+                             "idempotence needs acks=all, retries >= 1 and max.in.flight <= 5 (or --no-idempotence)")
         return self
 
     def to_meta(self) -> dict:
