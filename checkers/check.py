@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.checkers import availability, clients, reference
+from kafka_chaos.checkers import availability, clients, groups, reference
 from kafka_chaos.checkers.client import message_timeouts
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
@@ -188,6 +188,14 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     disagreements = observed.model_disagreements(model, samples)
     losses = observed.unpredicted_losses(disagreements)
     judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_timeouts)
+    if run_dir is not None and (group := groups.read_group(run_dir)) is not None:
+        reads = pd.read_parquet(Path(run_dir) / "history/reads.parquet",
+                                columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
+        found_in_group = groups.find(group, reads, model)
+        if len(found_in_group):
+            parts = [f.dropna(axis=1, how="all") for f in (judged, found_in_group) if len(f)]
+            judged = pd.concat(parts, ignore_index=True).reindex(columns=list(dict.fromkeys(
+                list(judged.columns) + list(found_in_group.columns))))
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
     if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
                                                                   settings.stall_threshold_s)):

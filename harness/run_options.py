@@ -56,6 +56,8 @@ class RunOptions:
     topic_config: dict[str, str] = field(default_factory=dict)      # --topic-config KEY=VALUE
     engine: str = "spark"                                            # the checker's engine (`check --engine`)
     client: str = "librdkafka"               # --client: which client library writes (both: side by side)
+    consumer_mode: str = "assign"            # --consumer-mode: assign, or subscribe (one group, commits, rebalances)
+    commit: str = "manual"                   # --commit: subscribe mode's offset commits, auto or manual
 
     def resolved(self) -> "RunOptions":
         """Defaults filled in, and everything validated before any container starts."""
@@ -144,6 +146,9 @@ class RunOptions:
             parts += ["--engine", self.engine]
         if self.client != "librdkafka":
             parts += ["--client", self.client]
+        if self.consumer_mode != "assign":
+            parts += ["--consumer-mode", self.consumer_mode, "--commit", self.commit, "--consumers",
+                      str(self.consumers)]
         return shlex.join(parts)
 
     def default_run_id(self) -> str:

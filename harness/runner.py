@@ -64,7 +64,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             run_id=run_id, scenario=opts.scenario, seed=opts.seed, command=opts.command(),
             kafka_version=cluster.version, topic=topic, partitions=sc.partitions,
             replication_factor=sc.replication_factor, min_insync_replicas=opts.min_isr,
-            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode="assign",
+            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode=opts.consumer_mode,
             producers=tuple(p.to_meta() for p in opts.profiles()), broker_settings=cluster.config.changed_settings(),
             topic_settings=topic_settings,
             duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
@@ -74,7 +74,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         history = HistoryWriter.create(opts.results, run_id, meta)
         workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=opts.profiles(),
                                                              consumers=opts.consumers,
-                                                             consumer_clients=opts.clients()))
+                                                             consumer_clients=opts.clients(),
+                                                             consumer_mode=opts.consumer_mode, commit=opts.commit))
         nemesis = Nemesis(cluster, history.record_fault)
         faults = ScheduleRunner(nemesis, steps)
         display.phase("workload")

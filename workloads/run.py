@@ -18,6 +18,7 @@ from kafka_chaos.history.client_log import client_log_path
 from kafka_chaos.history.writer import HistoryWriter
 from kafka_chaos.workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
 from kafka_chaos.workloads.drain import DrainResult, final_drain
+from kafka_chaos.workloads.group_consumer import COMMIT_MODES, GroupConsumerSpec, run_group_consumer
 from kafka_chaos.workloads.java_client import (
     GO_FILE,
     JavaClient,
@@ -56,6 +57,8 @@ class WorkloadConfig:
     consumers: int = 1
     consumer_mode: str = "assign"
     consumer_clients: tuple[str, ...] = ("librdkafka",)   # each runs `consumers` live consumers
+    commit: str = "manual"               # subscribe mode: auto or manual offset commits
+    rejoin_s: float | None = 10.0        # subscribe mode: each consumer leaves and rejoins the group this often
     java: JavaClient | None = None       # the compiled Java client (None: built for the cluster's release if needed)
     sample_interval_s: float = 0.5
     flush_interval_s: float = 0.25
@@ -80,6 +83,9 @@ class WorkloadConfig:
         if bad or len(set(self.consumer_clients)) != len(self.consumer_clients):
             raise UsageError(f"consumer clients {self.consumer_clients}: each of {', '.join(CLIENTS)} at most once",
                              "use --client librdkafka, java or both")
+        if self.commit not in COMMIT_MODES:
+            raise UsageError(f"commit mode {self.commit!r} is not one of {', '.join(COMMIT_MODES)}",
+                             "use --commit auto or manual")
         if "java" in self.consumer_clients and self.consumer_mode != "assign":
             raise UsageError("the Java client's live consumers run in assign mode only",
                              "use --consumer-mode assign with --client java or both")
@@ -137,6 +143,8 @@ class Workload:
         journal = str(self.history.journal_dir)
         client_log = self.client_log
         java = self._java_client()
+        if cfg.consumer_mode == "subscribe":
+            self.history.update_meta(consumer_commit=cfg.commit, consumer_rejoin_s=cfg.rejoin_s)
         self.history.update_meta(topic=cfg.topic, consumer_mode=cfg.consumer_mode,
                                  producers=[p.to_meta() for p in cfg.producers], clients=self._clients_meta(java))
         self._started_ns = time.time_ns()
@@ -155,6 +163,11 @@ class Workload:
                     spec = JavaConsumerSpec(index, f"jc{i}", boot, cfg.topic, partitions, journal, java.classpath,
                                             group_id=group, flush_interval_s=cfg.flush_interval_s, client_log=java_log)
                     target = run_java_consumer
+                elif cfg.consumer_mode == "subscribe":
+                    spec = GroupConsumerSpec(index, f"c{i}", boot, cfg.topic, journal, group, commit=cfg.commit,
+                                             rejoin_s=cfg.rejoin_s, flush_interval_s=cfg.flush_interval_s,
+                                             client_log=client_log)
+                    target = run_group_consumer
                 else:
                     spec = ConsumerSpec(index, f"c{i}", boot, cfg.topic, partitions, journal, mode=cfg.consumer_mode,
                                         group_id=group, flush_interval_s=cfg.flush_interval_s, client_log=client_log)
