@@ -2,6 +2,7 @@
 
 Options, all `--chaos-*` and named as `kafka-chaos run` names them: --chaos-kafka-version, --chaos-results,
 --chaos-keep-cluster, --chaos-broker-config, --chaos-topic-config, --chaos-duration, --chaos-seed, --chaos-suite,
+--chaos-client (librdkafka, java or both: the client library of every chaos_run),
 --chaos-shard (the old --kafka-version, --results-dir and --keep-cluster still work, hidden, with a warning).
 Fixtures: `chaos_cluster` (one cluster per session, reset between tests: faults healed, topics deleted),
 `nemesis` (faults against it, healed after the test), `chaos_run` (a whole scenario run on it, its verdict and
