@@ -36,7 +36,7 @@ class GroupConsumerSpec:
     journal_dir: str
     group_id: str
     commit: str = "manual"
-    rejoin_s: float | None = 10.0       # None: never leave the group on purpose
+    rejoin_s: float | None = 20.0       # None: never leave the group on purpose
     auto_commit_interval_ms: int = 1000
     flush_interval_s: float = 0.25
     batch: int = 500

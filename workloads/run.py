@@ -58,7 +58,7 @@ class WorkloadConfig:
     consumer_mode: str = "assign"
     consumer_clients: tuple[str, ...] = ("librdkafka",)   # each runs `consumers` live consumers
     commit: str = "manual"               # subscribe mode: auto or manual offset commits
-    rejoin_s: float | None = 10.0        # subscribe mode: each consumer leaves and rejoins the group this often
+    rejoin_s: float | None = 20.0        # subscribe mode: each consumer leaves and rejoins the group this often
     java: JavaClient | None = None       # the compiled Java client (None: built for the cluster's release if needed)
     sample_interval_s: float = 0.5
     flush_interval_s: float = 0.25
