@@ -57,17 +57,17 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
     with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
         events = q.value_events(sends, reads, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
-        hub_rows = pool.submit(to_pandas, hub.candidates_fast(events, q.nonmonotonic_sends(sends)))
-        send_summary = pool.submit(to_pandas, q.sends_summary(sends))
-        read_summary = pool.submit(to_pandas, q.reads_summary(reads))
+        hub_rows = pool.submit(to_pandas, hub.candidates_fast(events, q.nonmonotonic_sends(sends)), "per-value pass")
+        send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
+        read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         doubles = pool.submit(lambda: divergent.double_acked(
             sends, divergent.runs_without_positions(send_summary.result())))
-        ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS))
-        pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER))
+        ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS), "ack buckets")
+        pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER), "pending buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(to_pandas, q.breaching_sends(
-            sends, q.small_frame(spark, windows, "run int, partition int, start long, end long"))) \
-            if windows else None
+            sends, q.small_frame(spark, windows, "run int, partition int, start long, end long")),
+            "min ISR breaches") if windows else None
         found = hub_rows.result()
         per_value, amb_positions = divergent.decide_ambiguous(spark, sends, reads, found)
         unplaced = divergent.runs_without_positions(send_summary.result())
@@ -97,7 +97,7 @@ def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame
                   {(int(r), int(o)) for r, o in zip(breached["run"], breached["op_id"])})
     if not keys:
         return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
-    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")))
+    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
@@ -135,7 +135,7 @@ def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataF
 
 def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
     """Gaps in a live consumer's offsets that skip a record someone read, with the read that jumped."""
-    gaps = to_pandas(q.poll_gaps(reads))
+    gaps = to_pandas(q.poll_gaps(reads), "poll gaps")
     if not len(gaps):
         return pd.DataFrame()
     gaps["gap"] = range(len(gaps))
@@ -143,13 +143,13 @@ def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
                                           gaps["from_offset"].astype(int), gaps["offset"].astype(int),
                                           gaps["gap"].astype(int))),
                           "run int, partition int, from_offset long, offset long, gap long")
-    skipping = set(to_pandas(q.gaps_with_reads_between(reads, keyed))["gap"].astype(int))
+    skipping = set(to_pandas(q.gaps_with_reads_between(reads, keyed), "poll gaps: reads between")["gap"].astype(int))
     gaps = gaps[gaps["gap"].isin(skipping)]
     if not len(gaps):
         return pd.DataFrame()
     keys = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["consumer"], gaps["seq"].astype(int))),
                          "run int, consumer string, seq long")
-    landed = to_pandas(q.reads_at(reads, keys)).rename(columns={"t_ns": "t_read_ns"})
+    landed = to_pandas(q.reads_at(reads, keys), "poll gaps: landing reads").rename(columns={"t_ns": "t_read_ns"})
     rows = gaps.merge(landed, on=["run", "consumer", "seq"])
     return instance_rows([rows.assign(kind="poll_skip")])
 

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,11 +153,13 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
 
     if ready:
         # The model first: it needs only meta, faults and cluster samples, and its certain under-min-ISR windows
-        # are an input of the anomaly pass (min_isr_breach).
-        models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
-        windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
-        checker = {"engine": engine}
-        findings = _find(ready, engine, spark_master, windows, checker)
+        # are an input of the anomaly pass (min_isr_breach). Spark's JVM starts meanwhile (seconds either way).
+        with ThreadPoolExecutor(max_workers=1) as starter:
+            session = starter.submit(_session, engine, spark_master)
+            models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
+            windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
+            checker = {"engine": engine}
+            findings = _find(ready, engine, session.result(), windows, checker)
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
             # the predictions speak of the acks and idempotence the sends actually used
@@ -211,12 +214,18 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
     return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
-def _find(ready: dict, engine: str, spark_master: str | None, windows: dict, checker: dict):
+def _session(engine: str, spark_master: str | None):
+    """This process's Spark session for the spark engine (started on first use), else None."""
+    if engine != "spark":
+        return None
+    from kafka_chaos.checkers.spark import get_spark
+    return get_spark(spark_master)
+
+
+def _find(ready: dict, engine: str, spark, windows: dict, checker: dict):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from kafka_chaos.checkers.anomalies import find_anomalies_spark
-        from kafka_chaos.checkers.spark import get_spark
-        spark = get_spark(spark_master)
         checker |= spark_identity(spark)
         return find_anomalies_spark(spark, runs, windows)
     if engine == "pandas":
