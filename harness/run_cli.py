@@ -43,6 +43,9 @@ def register(sub) -> None:
                         "journal flush and on revocation; default)")
     p.add_argument("--consumers", type=int, default=None,
                    help="live consumers per client (default: 1; 3 in subscribe mode, so the group rebalances)")
+    p.add_argument("--transactions", action="store_true",
+                   help="a transactional producer (librdkafka, transactional.id): transactions over every partition, "
+                        "every 4th aborted on purpose; read_committed consumers must never see an aborted one")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
     add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s
     from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
@@ -69,7 +72,7 @@ def _cmd_run(args) -> int:
         cluster_name=args.name, keep_cluster=args.keep_cluster, check=args.check,
         stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall, engine=args.engine,
         cluster=ClusterChoice.from_args(args), client=args.client, consumer_mode=args.consumer_mode,
-        commit=args.commit,
+        commit=args.commit, transactions=args.transactions,
         consumers=args.consumers if args.consumers is not None else (3 if args.consumer_mode == "subscribe" else 1),
         topic_config=parse_settings(args.topic_config, "--topic-config"),
     )

@@ -58,6 +58,7 @@ class RunOptions:
     client: str = "librdkafka"               # --client: which client library writes (both: side by side)
     consumer_mode: str = "assign"            # --consumer-mode: assign, or subscribe (one group, commits, rebalances)
     commit: str = "manual"                   # --commit: subscribe mode's offset commits, auto or manual
+    transactions: bool = False               # --transactions: a transactional producer, some aborted on purpose
 
     def resolved(self) -> "RunOptions":
         """Defaults filled in, and everything validated before any container starts."""
@@ -124,7 +125,7 @@ class RunOptions:
     def profiles(self) -> list[ProducerProfile]:
         """One producer per client, all with the same profile, writing at the same time."""
         return [ProducerProfile(name=PRODUCER_NAMES[c], acks=self.acks, idempotent=bool(self.idempotence),
-                                rate=self.rate, client=c) for c in self.clients()]
+                                rate=self.rate, client=c, transactional=self.transactions) for c in self.clients()]
 
     def command(self) -> str:
         """The exact command line that reproduces this run."""
@@ -146,6 +147,8 @@ class RunOptions:
             parts += ["--engine", self.engine]
         if self.client != "librdkafka":
             parts += ["--client", self.client]
+        if self.transactions:
+            parts += ["--transactions"]
         if self.consumer_mode != "assign":
             parts += ["--consumer-mode", self.consumer_mode, "--commit", self.commit, "--consumers",
                       str(self.consumers)]

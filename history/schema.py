@@ -66,6 +66,19 @@ GROUP_SCHEMA = pa.schema([
     pa.field("error", pa.string(), nullable=True),
 ])
 
+# history/txns.parquet: one row per transaction of a transactional producer (--transactions). Its values are
+# "<process>-<seq>" for seq in first_seq .. first_seq + count - 1.
+TXNS_SCHEMA = pa.schema([
+    pa.field("process", pa.int32(), nullable=False),
+    pa.field("producer", pa.string(), nullable=False),
+    pa.field("txn", pa.int64(), nullable=False),
+    pa.field("first_seq", pa.int64(), nullable=False),
+    pa.field("count", pa.int32(), nullable=False),
+    pa.field("outcome", pa.string(), nullable=False),      # committed, aborted or unknown
+    pa.field("error", pa.string(), nullable=True),
+    pa.field("t_ns", pa.int64(), nullable=False),
+])
+
 ANOMALIES_SCHEMA = pa.schema([
     pa.field("kind", pa.string(), nullable=False),
     pa.field("partition", pa.int32(), nullable=True),
@@ -88,6 +101,7 @@ HISTORY_FILES = {
     "history/faults.parquet": (FAULTS_SCHEMA, False),
     "history/cluster.parquet": (CLUSTER_SCHEMA, False),
     "history/group.parquet": (GROUP_SCHEMA, False),
+    "history/txns.parquet": (TXNS_SCHEMA, False),
 }
 
 META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}
@@ -97,4 +111,6 @@ META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "m
 ANOMALY_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
                  "nonmonotonic_send", "min_isr_breach", "poll_skip", "stall", "recovered",
                  # consumer groups (subscribe mode, history/group.parquet): checkers/groups.py
-                 "commit_backwards", "group_skip", "reread_below_commit", "group_reread")
+                 "commit_backwards", "group_skip", "reread_below_commit", "group_reread",
+                 # transactions (--transactions, history/txns.parquet): checkers/txns.py
+                 "txn_incomplete")

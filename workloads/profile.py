@@ -27,6 +27,9 @@ class ProducerProfile:
     linger_ms: int = 5
     rate: float | None = None
     client: str = "librdkafka"
+    transactional: bool = False          # --transactions: transactions of txn_size sends, every abort_every-th aborted
+    txn_size: int = 30
+    abort_every: int = 4
 
     def __post_init__(self):
         object.__setattr__(self, "acks", "all" if str(self.acks) in ("all", "-1") else str(self.acks))
@@ -62,7 +65,13 @@ class ProducerProfile:
             raise UsageError(f"producer {self.name}: client {self.client!r} is not one of {', '.join(CLIENTS)}",
                              "use --client librdkafka, java or both")
         if self.client == "java":
+            if self.transactional:
+                raise UsageError(f"producer {self.name}: transactions run on librdkafka only",
+                                 "use --client librdkafka with --transactions")
             return self._validate_java()
+        if self.transactional and (self.acks != "all" or not self.idempotent or self.abort_every < 1):
+            raise UsageError(f"producer {self.name}: a transactional producer needs acks=all and idempotence",
+                             "use --acks all --idempotence with --transactions")
         from confluent_kafka import KafkaException, Producer
 
         try:
@@ -86,6 +95,9 @@ class ProducerProfile:
         """The profile as meta.json's `producers` entries spell it: effective values (retries left at the
         client's default is librdkafka's default, INT32_MAX); rate null means as fast as possible."""
         meta = asdict(self)
+        if not self.transactional:
+            for key in ("transactional", "txn_size", "abort_every"):
+                del meta[key]
         if meta["retries"] is None:
             meta["retries"] = CLIENT_DEFAULT_RETRIES
         return meta

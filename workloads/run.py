@@ -39,6 +39,7 @@ from kafka_chaos.workloads.producer import (
 from kafka_chaos.workloads.profile import CLIENTS, ProducerProfile
 from kafka_chaos.workloads.sampler import ClusterSampler
 from kafka_chaos.workloads.topic import partitions_of
+from kafka_chaos.workloads.txn_producer import run_txn_producer
 from kafka_chaos.workloads.worker import spawn_context
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ class Workload:
                 spec = ProducerSpec(i, profile, boot, cfg.topic, partitions, journal,
                                     flush_interval_s=cfg.flush_interval_s, stop_timeout_s=cfg.producer_stop_timeout_s,
                                     client_log=client_log)
-                target = run_producer
+                target = run_txn_producer if profile.transactional else run_producer
             waves[profile.client == "java"].append((target, spec, self._stop_producers, self._send_counters,
                                                     self._producers, f"producer-{profile.name}"))
         # JVMs first (their start is the slow one; their producers hold their first send until the go file), then
