@@ -67,7 +67,8 @@ class WorkloadConfig:
     drain_timeout_s: float = 300
     producer_stop_timeout_s: float | None = None   # None: each profile's delivery timeout + 5 s
     start_timeout_s: float = 60
-    java_start_timeout_s: float = 180    # a JVM's start and first metadata, on a loaded host (seen: ~60 s at load 48)
+    java_start_timeout_s: float = 180    # a JVM's start and first metadata, on a loaded host (seen: ~60 s at load
+    #                                      48); also a transactional producer's first init_transactions
 
     def validate(self) -> "WorkloadConfig":
         if not self.producers:
@@ -193,7 +194,9 @@ class Workload:
         if waves[True]:
             self._wait_started([self._spawn(*w) for w in waves[True]],
                                max(cfg.start_timeout_s, cfg.java_start_timeout_s))
-        self._wait_started([self._spawn(*w) for w in waves[False]], cfg.start_timeout_s)
+        slow = any(p.transactional for p in cfg.producers)     # init_transactions may create __transaction_state
+        self._wait_started([self._spawn(*w) for w in waves[False]],
+                           max(cfg.start_timeout_s, cfg.java_start_timeout_s) if slow else cfg.start_timeout_s)
         Path(go).touch()
         self._last = (time.monotonic(), 0)
 

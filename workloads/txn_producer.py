@@ -41,11 +41,24 @@ class TxnProducerWorker(ProducerWorker):
     def _new_producer(self):
         from confluent_kafka import Producer
 
-        producer = Producer(super()._base_config() | {
+        return Producer(super()._base_config() | {
             "transactional.id": f"kafka-chaos-{os.getpid()}-{self.spec.process}",
             "on_delivery": self._delivery_callback()})
-        producer.init_transactions(TXN_TIMEOUT_S)
-        return producer
+
+    def _init(self, stop_event, parent_pid: int) -> bool:
+        """init_transactions, asked again while it times out (the first transactional producer of a cluster
+        waits for __transaction_state to be created); False if told to stop first."""
+        from confluent_kafka import KafkaException
+
+        while not should_stop(stop_event, parent_pid):
+            try:
+                self.producer.init_transactions(TXN_TIMEOUT_S)
+                return True
+            except KafkaException as e:
+                if not e.args[0].retriable():
+                    raise
+                log.info("producer %s: init_transactions: %s; asking again", self.profile.name, e.args[0])
+        return False
 
     def _delivery_callback(self):
         reports, time_ns = self.reports, time.time_ns
@@ -108,8 +121,13 @@ class TxnProducerWorker(ProducerWorker):
                         self.txn_no, err)
             self._settle("unknown", err.name(), first, n)
             self.producer = self._new_producer()
+            self.producer.init_transactions(TXN_TIMEOUT_S)
 
     def run(self, stop_event, ready_event, parent_pid: int) -> None:
+        # ready only once the transaction coordinator answered: the faults start after every worker is ready
+        if not self._init(stop_event, parent_pid):
+            self._close()
+            return
         ready_event.set()
         spec, prof = self.spec, self.profile
         size = max(spec.partitions, prof.txn_size)
@@ -129,7 +147,11 @@ class TxnProducerWorker(ProducerWorker):
                 continue
             self._transaction(self.seq, size, abort=self.txn_no % prof.abort_every == prof.abort_every - 1)
             self.seq += size
+        self._close()
+
+    def _close(self) -> None:
         self._checkpoint()
+        self.txns.flush()
         self.invokes.close()
         self.completes.close()
         self.txns.close()
