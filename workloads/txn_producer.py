@@ -88,6 +88,18 @@ class TxnProducerWorker(ProducerWorker):
         self.reports.clear()
         self.txn_no += 1
 
+    def _commit(self, attempts: int = 4) -> None:
+        """commit_transaction, asked again after a retriable error (a timeout: "retry call to resume")."""
+        from confluent_kafka import KafkaException
+
+        for attempt in range(attempts):
+            try:
+                self.producer.commit_transaction(TXN_TIMEOUT_S)
+                return
+            except KafkaException as e:
+                if not e.args[0].retriable() or attempt == attempts - 1:
+                    raise
+
     def _transaction(self, first: int, n: int, abort: bool) -> None:
         """One transaction of values first..first+n-1, round robin over the partitions."""
         from confluent_kafka import KafkaException
@@ -105,7 +117,7 @@ class TxnProducerWorker(ProducerWorker):
                 p.abort_transaction(TXN_TIMEOUT_S)
                 self._settle("aborted", None, first, n)
             else:
-                p.commit_transaction(TXN_TIMEOUT_S)
+                self._commit()
                 p.poll(0)
                 self._settle("committed", None, first, n)
         except KafkaException as e:
