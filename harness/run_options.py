@@ -14,10 +14,12 @@ from kafka_chaos.cluster.config import ClusterConfig
 from kafka_chaos.cluster.settings import BROKER_FIELDS, check_topic_settings, conflict, typed
 from kafka_chaos.harness import scenarios
 from kafka_chaos.harness.cluster_options import ClusterChoice
-from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.profile import CLIENTS, ProducerProfile
 
 DEFAULT_RESULTS = Path("results")
 DEFAULT_MIN_ISR = 2
+CLIENT_CHOICES = CLIENTS + ("both",)      # --client: librdkafka, java, or both side by side
+PRODUCER_NAMES = {"librdkafka": "p0", "java": "j0"}
 
 
 def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
@@ -55,6 +57,10 @@ class RunOptions:
     cluster: ClusterChoice = field(default_factory=ClusterChoice)    # `run`'s cluster options (`cluster up`'s)
     topic_config: dict[str, str] = field(default_factory=dict)      # --topic-config KEY=VALUE
     engine: str = "spark"                                            # the checker's engine (`check --engine`)
+    client: str = "librdkafka"               # --client: which client library writes (both: side by side)
+    consumer_mode: str = "assign"            # --consumer-mode: assign, or subscribe (one group, commits, rebalances)
+    commit: str = "manual"                   # --commit: subscribe mode's offset commits, auto or manual
+    transactions: bool = False               # --transactions: a transactional producer, some aborted on purpose
 
     def resolved(self) -> "RunOptions":
         """Defaults filled in, and everything validated before any container starts."""
@@ -78,7 +84,14 @@ class RunOptions:
             raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
         if self.seed is None:
             self.seed = time.time_ns() % 1_000_000
-        self.profile().validate()
+        if self.client not in CLIENT_CHOICES:
+            raise UsageError(f"--client {self.client}: not one of {', '.join(CLIENT_CHOICES)}",
+                             "use --client librdkafka, java or both")
+        if self.consumer_mode == "subscribe" and self.client != "librdkafka":
+            raise UsageError(f"--consumer-mode subscribe with --client {self.client}: the Java client's live "
+                             "consumers run in assign mode only", "use --client librdkafka with subscribe")
+        for p in self.profiles():
+            p.validate()
         self.check_settings()                    # bad stall options fail before any container starts
         sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
         return self
@@ -113,6 +126,14 @@ class RunOptions:
 
         return ProducerProfile(name="p0", acks=self.acks, idempotent=bool(self.idempotence), rate=self.rate)
 
+    def clients(self) -> tuple[str, ...]:
+        return CLIENTS if self.client == "both" else (self.client,)
+
+    def profiles(self) -> list[ProducerProfile]:
+        """One producer per client, all with the same profile, writing at the same time."""
+        return [ProducerProfile(name=PRODUCER_NAMES[c], acks=self.acks, idempotent=bool(self.idempotence),
+                                rate=self.rate, client=c, transactional=self.transactions) for c in self.clients()]
+
     def command(self) -> str:
         """The exact command line that reproduces this run."""
         parts = ["kafka-chaos", "run", self.scenario, "--acks", self.acks, "--min-isr", str(self.min_isr),
@@ -131,6 +152,13 @@ class RunOptions:
             parts += ["--topic-config", f"{k}={v}"]
         if self.engine != "spark":
             parts += ["--engine", self.engine]
+        if self.client != "librdkafka":
+            parts += ["--client", self.client]
+        if self.transactions:
+            parts += ["--transactions"]
+        if self.consumer_mode != "assign":
+            parts += ["--consumer-mode", self.consumer_mode, "--commit", self.commit, "--consumers",
+                      str(self.consumers)]
         return shlex.join(parts)
 
     def default_run_id(self) -> str:

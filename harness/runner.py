@@ -71,8 +71,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             run_id=run_id, scenario=opts.scenario, seed=opts.seed, command=opts.command(),
             kafka_version=cluster.version, topic=topic, partitions=sc.partitions,
             replication_factor=sc.replication_factor, min_insync_replicas=opts.min_isr,
-            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode="assign",
-            producers=(opts.profile().to_meta(),), broker_settings=cluster.config.changed_settings(),
+            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode=opts.consumer_mode,
+            producers=tuple(p.to_meta() for p in opts.profiles()), broker_settings=cluster.config.changed_settings(),
             topic_settings=topic_settings,
             duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
             controllers=tuple(n.id for n in cluster.controllers),
@@ -80,8 +80,10 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             fault_plan=tuple({"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps),
             extra=dict(opts.extra_meta))
         history = HistoryWriter.create(opts.results, run_id, meta)
-        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=[opts.profile()],
-                                                             consumers=opts.consumers))
+        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=opts.profiles(),
+                                                             consumers=opts.consumers,
+                                                             consumer_clients=opts.clients(),
+                                                             consumer_mode=opts.consumer_mode, commit=opts.commit))
         nemesis = Nemesis(cluster, history.record_fault)
         faults = ScheduleRunner(nemesis, steps)
         display.phase("workload")
@@ -218,6 +220,10 @@ def summary_lines(result: RunResult) -> list[str]:
                      f"{v.get('anomalies', {}).get('lost_after_read')}; longest stall "
                      f"{(v.get('availability') or {}).get('longest_s', 0):.1f} s; model disagreements "
                      f"{len(v.get('model_disagreements') or [])}")
+        for client, row in (v.get("clients") or {}).items():
+            lines.append(f"  {client} {row.get('version') or ''}: sends {row['sends']}, acked {row['acked']}, "
+                         f"lost {row['lost']}, duplicates {row['duplicates']}, longest stall "
+                         f"{row['longest_stall_s']:.1f} s")
     if result.report:
         lines.append(f"report: {result.report}")
     return lines
