@@ -17,7 +17,7 @@ from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError
 from kafka_chaos.checkers import cli as checkers_cli
 from kafka_chaos.harness import commands as harness_commands
-from kafka_chaos.harness import replay, run_cli, shrink
+from kafka_chaos.harness import replay, run_cli, shrink, soak
 from kafka_chaos.history import cli as history_cli
 from kafka_chaos.nemesis import cli as nemesis_cli
 from kafka_chaos.report import cli as report_cli
@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     run_cli,               # run, scenarios
     replay,                # replay
     shrink,                # shrink
+    soak,                  # soak
 )
 
 

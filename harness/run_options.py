@@ -54,6 +54,7 @@ class RunOptions:
     topic_config: dict[str, str] = field(default_factory=dict)      # --topic-config KEY=VALUE
     engine: str = "spark"                                            # the checker's engine (`check --engine`)
     schedule_file: Path | None = None        # --schedule FILE: these fault steps instead of the scenario's plan
+    banner: str | None = None                # a line the live display shows above the run (a soak's running verdict)
 
     def resolved(self) -> "RunOptions":
         """Defaults filled in, and everything validated before any container starts."""

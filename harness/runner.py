@@ -46,7 +46,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
     opts = options.resolved()
     sc = scenarios.scenario(opts.scenario)
     steps = opts.plan()
-    display = LiveDisplay(enabled=opts.live if opts.live is not None else sys.stdout.isatty())
+    display = LiveDisplay(enabled=opts.live if opts.live is not None else sys.stdout.isatty(), banner=opts.banner)
     if cluster is not None:
         if opts.kafka_version and cluster.version != opts.kafka_version:
             raise UsageError(f"the given cluster is Kafka {cluster.version}, not {opts.kafka_version}",
