@@ -27,6 +27,9 @@ COMMAND_MODULES = (
     "kafka_chaos.checkers.cli",          # check
     "kafka_chaos.report.cli",            # report
     "kafka_chaos.harness.run_cli",       # run, scenarios
+    "kafka_chaos.harness.replay",        # replay
+    "kafka_chaos.harness.shrink",        # shrink
+    "kafka_chaos.harness.soak",          # soak
 )
 
 
