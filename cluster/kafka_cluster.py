@@ -1,4 +1,5 @@
-"""A real KRaft cluster in Docker: N brokers plus dedicated controllers on their own bridge network.
+"""A real Kafka cluster in Docker on its own bridge network: N brokers plus dedicated KRaft controllers, or, in
+ZooKeeper mode, N brokers plus one ZooKeeper node (run from ZooKeeper's jars, which 2.x/3.x brokers depend on).
 
 Every container and the network carry labels (harness, cluster name, run id, owner pid), so a crashed run's
 leftovers can be found and removed (`kafka-chaos cluster down --all`), and a watchdog removes them if the owning
@@ -72,7 +73,7 @@ class KafkaCluster(ClusterMetadata):
         return f"kc-{self.config.name}"
 
     def _container_name(self, role: str, node_id: int) -> str:
-        return f"kc-{self.config.name}-{'b' if role == 'broker' else 'c'}{node_id}"
+        return f"kc-{self.config.name}-{role[0] if role in ('broker', 'zookeeper') else 'c'}{node_id}"
 
     def _ip(self, role: str, node_id: int) -> str:
         hosts = list(self.subnet.hosts())
@@ -90,6 +91,14 @@ class KafkaCluster(ClusterMetadata):
     @property
     def controllers(self) -> list[Node]:
         return [n for n in self.nodes if n.role == "controller"]
+
+    @property
+    def zookeepers(self) -> list[Node]:
+        return [n for n in self.nodes if n.role == "zookeeper"]
+
+    @property
+    def metadata_mode(self) -> str:
+        return self.config.metadata or cfg.metadata_mode(self.version, None)
 
     def node(self, node_id: int) -> Node:
         for n in self.nodes:
@@ -128,6 +137,8 @@ class KafkaCluster(ClusterMetadata):
         else:
             dist = distribution.resolve(self.config.kafka_version)
             self.version = dist.version
+        self.config.metadata = cfg.metadata_mode(self.version, self.config.metadata)
+        if not self.config.image:
             self.image = image.ensure_broker_image(self.client, dist)
         self._reaper = Reaper(self.run_id)
         try:
@@ -202,16 +213,28 @@ class KafkaCluster(ClusterMetadata):
             raise UsageError(f"cannot create network {self.network_name} on {self.subnet}: {e.explanation}",
                              "pick another --subnet or --name") from e
 
-    def _create_nodes(self) -> None:
+    def _node_specs(self) -> list[tuple[str, int, str]]:
+        """(role, id, properties) of every node, metadata nodes first."""
         c = self.config
+        if c.zookeeper_mode:
+            zk_ip = self._ip("zookeeper", cfg.ZOOKEEPER_NODE_ID)
+            specs = [("zookeeper", cfg.ZOOKEEPER_NODE_ID, cfg.zookeeper_properties())]
+            return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), {}, zk_ip))
+                            for i in range(1, c.brokers + 1)]
         controller_ids = [cfg.FIRST_CONTROLLER_ID + i for i in range(c.controllers)]
         controller_ips = {i: self._ip("controller", i) for i in controller_ids}
         specs = [("controller", i, cfg.controller_properties(c, self.version, i, controller_ips))
                  for i in controller_ids]
-        specs += [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), controller_ips))
-                  for i in range(1, c.brokers + 1)]
+        return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i),
+                                                              controller_ips))
+                        for i in range(1, c.brokers + 1)]
+
+    def _create_nodes(self) -> None:
+        c = self.config
+        specs = self._node_specs()
         fmt = cfg.format_args(c, self.version)
-        env = {"CLUSTER_ID": self.cluster_id, "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt}
+        env = {"CLUSTER_ID": self.cluster_id, "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt,
+               "KAFKA_METADATA": c.metadata or cfg.KRAFT}
         extra = {}
         if self.config.image:
             # Another Kafka image (e.g. apache/kafka:V): run our launch script in it, with the image's own log
@@ -228,7 +251,8 @@ class KafkaCluster(ClusterMetadata):
                 labels=self.labels() | {"kafka-chaos.node-id": str(node_id), "kafka-chaos.role": role},
                 cap_add=["NET_ADMIN"], network=self.network_name,
                 networking_config={self.network_name: self.client.api.create_endpoint_config(ipv4_address=ip)},
-                environment=env | {"KAFKA_PROPERTIES": props}, mem_limit="2g", volumes=volumes, **extra,
+                environment=env | {"KAFKA_PROPERTIES": props, "NODE_ROLE": role}, mem_limit="2g", volumes=volumes,
+                **extra,
             )
             self.nodes.append(Node(node_id, role, name, ip, self.client))
 
@@ -305,6 +329,8 @@ class KafkaCluster(ClusterMetadata):
             role, node_id = c.labels["kafka-chaos.role"], int(c.labels["kafka-chaos.node-id"])
             self.nodes.append(Node(node_id, role, c.name, self._ip(role, node_id), client))
         self.nodes.sort(key=lambda n: (n.role != "broker", n.id))
+        if self.config.metadata is None:          # a cluster from before ZooKeeper mode existed: KRaft
+            self.config.metadata = cfg.KRAFT
         return self
 
 

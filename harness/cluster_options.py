@@ -19,6 +19,7 @@ _FIELDS = {
     "image": ("image", "--image"),
     "subnet": ("subnet", "--subnet"),
     "elr": ("elr", "--elr"),
+    "metadata": ("metadata", "--metadata"),
     "replica_lag_ms": ("replica_lag_time_max_ms", "--replica-lag-ms"),
     "session_timeout_ms": ("broker_session_timeout_ms", "--session-timeout-ms"),
     "power_loss_fs": ("power_loss_fs", "--power-loss-fs"),
@@ -28,7 +29,8 @@ _FIELDS = {
 def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> None:
     """The options of `cluster up` and `run`; `defaults` is the command's cluster, shown in the help."""
     d = defaults
-    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
+    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central); "
+                   "`run` also takes a list, e.g. 2.8.2,3.9.2:zookeeper,4.4.0: the same scenario and seed on each")
     p.add_argument("--brokers", type=int, help=f"number of brokers (default {d.brokers})")
     p.add_argument("--controllers", type=int, choices=(1, 3, 5),
                    help=f"dedicated KRaft controllers (default {d.controllers})")
@@ -37,11 +39,15 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
     p.add_argument("--min-isr", type=int, help=f"min.insync.replicas (default {d.min_insync_replicas})")
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None,
                    help="unclean.leader.election.enable (default off)")
+    p.add_argument("--metadata", choices=("kraft", "zookeeper"),
+                   help="metadata mode: kraft (default where the release has it, 3.9+) or zookeeper (up to 3.9: one "
+                        "ZooKeeper node, one broker elected controller)")
     p.add_argument("--elr", action=argparse.BooleanOptionalAction, default=None,
                    help="eligible leader replicas (4.0+; default: the version's default)")
     p.add_argument("--replica-lag-ms", type=int, help=f"replica.lag.time.max.ms (default {d.replica_lag_time_max_ms})")
     p.add_argument("--session-timeout-ms", type=int,
-                   help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms})")
+                   help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms}); in ZooKeeper mode "
+                        "zookeeper.session.timeout.ms (Kafka's default 18000 from 2.5)")
     p.add_argument("--power-loss-fs", action=argparse.BooleanOptionalAction, default=None,
                    help="each broker's log dir on a FUSE layer that keeps unsynced writes apart, so a power loss "
                         "drops them (a power-loss scenario turns it on itself)")
@@ -73,6 +79,7 @@ class ClusterChoice:
     image: str | None = None
     subnet: str | None = None
     elr: bool | None = None
+    metadata: str | None = None
     replica_lag_ms: int | None = None
     session_timeout_ms: int | None = None
     power_loss_fs: bool | None = None
@@ -100,6 +107,8 @@ class ClusterChoice:
         command's own (run's --min-isr), as field -> (value, flag as typed)."""
         given = {name: (v, flag) for name, (_, v, flag) in self._given().items()} | (explicit or {})
         config = replace(base, **{name: v for name, (v, _) in given.items()})
+        if self.session_timeout_ms is not None:       # the broker's session, whichever mode keeps it
+            config = replace(config, zookeeper_session_timeout_ms=self.session_timeout_ms)
         config = with_broker_settings(config, self.broker_config, {name: flag for name, (_, flag) in given.items()})
         config.validate()
         return config

@@ -1,8 +1,9 @@
 """The Nemesis: starts and heals faults against one cluster, records every event, and heals everything at the end.
 
 It keeps the active faults so that heal_all can undo them (recording their heal rows) before sweeping every node
-back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours. When a process fault restarts a
-node, the node comes back with a fresh network namespace; active network faults put their rules back on it.
+back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota. When a process fault
+restarts a node, the node comes back with a fresh network namespace; active network faults put their rules back on
+it.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import logging
 import threading
 
 from kafka_chaos.base.errors import HarnessError
-from kafka_chaos.nemesis import netrules
+from kafka_chaos.nemesis import netrules, throttle
 from kafka_chaos.nemesis.base import Fault
 from kafka_chaos.nemesis.events import Record, discard
 
@@ -89,6 +90,8 @@ def sweep(cluster) -> list[str]:
                     cluster.power_layer(node.id).mount()     # a power cut that stopped half-way
                 node.start()
             netrules.sweep(node)
+            if throttle.unthrottle(node):
+                log.warning("heal-all: lifted a CPU quota left on %s", node)
             left = netrules.rules_of_ours(node)
             if left:
                 problems.append(f"{node}: rules left after sweep: {left}")

@@ -10,8 +10,18 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import latency, network, process, storage
-from kafka_chaos.nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
+from kafka_chaos.nemesis import latency, network, process, reassign, storage, throttle
+from kafka_chaos.nemesis.base import (
+    AllBrokers,
+    Controller,
+    Fault,
+    Leader,
+    Nodes,
+    RandomBrokers,
+    RandomFollower,
+    Target,
+    ZooKeeperNodes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +40,7 @@ class FaultArgs:
     interval_s: float = 2.0            # cascade-kill: between kills
     damage_file: str = "segment"       # damage: segment | index | leader-epoch-checkpoint | quorum-state
     damage_mode: str = "flip"          # damage: flip | truncate
+    cpus: float = 0.01                 # slow: the CPU share left (0.01 = 1% of one core)
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,8 @@ _TYPES = [
               lambda a: network.Isolate(_leader(a), "leader-isolate"), takes_target=False),
     FaultType("controller-isolate", "cut the active controller from every node",
               lambda a: network.Isolate(Controller(), "controller-isolate"), takes_target=False),
+    FaultType("zookeeper-isolate", "cut the ZooKeeper node from every broker and the clients (ZooKeeper mode)",
+              lambda a: network.Isolate(ZooKeeperNodes(), "zookeeper-isolate"), takes_target=False),
     FaultType("split", "majority / minority partition of all nodes (or --target nodes), shuffled by seed",
               lambda a: network.Split(a.seed, a.targets, name="split")),
     FaultType("bridge", "two halves that cannot reach each other, joined through one node (3+ nodes)",
@@ -129,6 +142,20 @@ _TYPES = [
               lambda a: latency.Latency(_one_random(a), a.delay_ms, a.jitter_ms)),
 ]
 
+# slow nodes (nemesis/throttle.py)
+_TYPES += [
+    FaultType("slow", "cap a node's CPU at --cpus (default: a random broker, 1% of a core); heal restores its limits",
+              lambda a: throttle.Slow(_one_random(a), a.cpus, "slow")),
+    FaultType("follower-slow", "cap one follower of TOPIC/PARTITION (drawn by seed) at --cpus so it falls out of "
+              "the ISR; heal restores its limits",
+              lambda a: throttle.Slow(RandomFollower(a.topic, a.partition, a.seed), a.cpus, "follower-slow"),
+              takes_target=False),
+    # membership (nemesis/reassign.py)
+    FaultType("partition-reassign", "move TOPIC/PARTITION's replicas: one (drawn by seed) swapped for a broker "
+              "outside the set (needs more brokers than replicas); heal moves them back",
+              lambda a: reassign.PartitionReassign(a.topic, a.partition, a.seed), takes_target=False),
+]
+
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}
 
 # One word order, the scenarios' too: whom the fault hits, then what it does (leader-kill, controller-isolate).
@@ -137,6 +164,7 @@ ALIASES: dict[str, str] = {
     "kill-minority": "minority-kill", "kill-leader": "leader-kill", "kill-follower": "follower-kill",
     "stop-leader": "leader-stop", "pause-leader": "leader-pause", "kill-controller": "controller-kill",
     "kill-all": "all-kill", "isolate-leader": "leader-isolate", "isolate-controller": "controller-isolate",
+    "isolate-zookeeper": "zookeeper-isolate",
 }
 
 

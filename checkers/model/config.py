@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from kafka_chaos.checkers.model.releases import applies
+from kafka_chaos.checkers.model.releases import applies, rules_used
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ACKED  # noqa: F401  (the model speaks of these acks levels)
 
@@ -53,6 +53,8 @@ class ModelConfig:
     flush_interval_messages: int | None = None   # the topic's flush.messages; None: Kafka's default (Long.MAX)
     flush_interval_ms: int | None = None         # the topic's flush.ms; None: never by time
     flush_check_ms: int | None = None            # log.flush.scheduler.interval.ms; None: the flusher never runs
+    metadata_mode: str = "kraft"                 # kraft | zookeeper: who keeps the metadata, who decides
+    zookeeper: tuple[int, ...] = ()              # ZooKeeper node ids (ZooKeeper mode)
 
     @classmethod
     def from_meta(cls, meta: RunMeta, acks: tuple[str, ...] = (), idempotent: tuple[bool, ...] = ()):
@@ -65,7 +67,8 @@ class ModelConfig:
                    broker_session_timeout_ms=meta.broker_session_timeout_ms, acks=acks,
                    producers=tuple(meta.producers), idempotent=idem, brokers=tuple(meta.brokers),
                    controllers=tuple(meta.controllers), flush_interval_messages=meta.flush_interval_messages,
-                   flush_interval_ms=meta.flush_interval_ms, flush_check_ms=meta.flush_check_ms)
+                   flush_interval_ms=meta.flush_interval_ms, flush_check_ms=meta.flush_check_ms,
+                   metadata_mode=meta.metadata_mode, zookeeper=tuple(meta.zookeeper))
 
     @property
     def unflushed_ns(self) -> int:
@@ -85,9 +88,17 @@ class ModelConfig:
         return kernel
 
     @property
+    def zookeeper_mode(self) -> bool:
+        return self.metadata_mode == "zookeeper"
+
+    @property
     def unclean_honoured(self) -> bool:
-        """KRaft ignores unclean.leader.election.enable before 3.9."""
-        return self.unclean_leader_election and applies("unclean_election_in_kraft", self.kafka_version)
+        """KRaft ignores unclean.leader.election.enable before 3.9; ZooKeeper mode always honoured it."""
+        rule = "unclean_election_in_zookeeper" if self.zookeeper_mode else "unclean_election_in_kraft"
+        return self.unclean_leader_election and applies(rule, self.kafka_version, self.metadata_mode)
+
+    def applies(self, rule: str) -> bool:
+        return applies(rule, self.kafka_version, self.metadata_mode)
 
     @property
     def effective_min_isr(self) -> int:
@@ -101,7 +112,9 @@ class ModelConfig:
                 "replica_lag_time_max_ms": self.replica_lag_time_max_ms,
                 "broker_session_timeout_ms": self.broker_session_timeout_ms,
                 "flush_interval_messages": self.flush_interval_messages, "unflushed_ms": self.unflushed_ns // 1_000_000,
-                "brokers": list(self.brokers), "controllers": list(self.controllers)}
+                "brokers": list(self.brokers), "controllers": list(self.controllers),
+                "metadata_mode": self.metadata_mode, "zookeeper": list(self.zookeeper),
+                "release_rules": rules_used(self.kafka_version, self.metadata_mode)}
 
 
 
@@ -109,13 +122,15 @@ class ModelConfig:
 class FaultEffect:
     t_ns: int
     action: str                  # start | heal
-    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage | slow | reassign
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
     applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
     damaged: tuple[int, ...] = ()   # damage: the partitions whose log on the nodes was damaged (a data file of theirs)
+    partition: int | None = None    # reassign: the partition moved
+    moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
@@ -124,10 +139,12 @@ class FaultEffect:
         applied = d.get("applied_ns")
         damaged = (int(d["partition"]),) if d.get("effect") == "damage" and d.get("file") != "quorum-state" \
             and d.get("partition") is not None else ()
+        moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
+        part = d.get("partition")
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
                    probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
-                   damaged=damaged)
+                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves)
 
 
 

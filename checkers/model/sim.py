@@ -16,6 +16,11 @@ class _Sim(_Replication):
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
+        elif f.effect == "slow":
+            for n in f.nodes:
+                self.slow[n] = start
+        elif f.effect == "reassign" and f.moves and f.partition in self.parts:
+            self._reassign(f.partition, list(f.moves[1] if start else f.moves[0]), t)
         elif f.effect in ("net", "loss"):
             if start and (f.effect == "net" or f.probability >= 0.5):
                 self.drops[i] = set(f.drops)
@@ -75,9 +80,11 @@ class _Sim(_Replication):
                 self.events.append({"t_ns": t, "event": "damage: replica log lost", "node": n, "partition": p})
 
     def tick(self, t: int):
-        self._elect_controller()
+        self._elect_controller(t)
         self._heartbeats(t)
-        if self.controller is not None:
+        if self.zk_mode:
+            self._zk_sessions(t)
+        elif self.controller is not None:
             session = self.cfg.broker_session_timeout_ms * 1_000_000
             expired = [n for n in self.nodes if not self.fenced[n] and t - self.last_hb[n] > session]
             if expired:
