@@ -48,7 +48,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     run_ids = list(runs)
     sends = load(spark, runs, "sends.parquet", SEND_COLUMNS)
     reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
-    rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
+    n_sends = row_count(runs, "sends.parquet")
+    rows = n_sends + row_count(runs, "reads.parquet")
     windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in (breach_windows or {}).items()
                for p, a, b in ws if r in run_ids]
 
@@ -61,9 +62,9 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
         read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         doubles = pool.submit(lambda: divergent.double_acked(
-            sends, divergent.runs_without_positions(send_summary.result())))
-        ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS), "ack buckets")
-        pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER), "pending buckets")
+            sends, divergent.runs_without_positions(send_summary.result()),
+            shuffle_partitions(spark, n_sends, ROWS_PER_SHUFFLE_PARTITION)))
+        buckets = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(to_pandas, q.breaching_sends(
             sends, q.small_frame(spark, windows, "run int, partition int, start long, end long")),
@@ -78,7 +79,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
                  poll_skips.result()]
         send_summary, read_summary = send_summary.result(), read_summary.result()
-        ack_b, pending_b = ack_b.result(), pending_b.result()
+        buckets = buckets.result()
+        ack_b, pending_b = (buckets[buckets["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))

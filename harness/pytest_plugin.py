@@ -30,6 +30,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("kafka-chaos")
     group.addoption("--chaos-kafka-version", default=None, metavar="V",
                     help="Kafka release for chaos tests (default: newest 4.x)")
+    group.addoption("--chaos-metadata", choices=("kraft", "zookeeper"), default=None,
+                    help="metadata mode of the chaos cluster (default: KRaft where the release has it)")
     group.addoption("--chaos-duration", type=float, default=None, help="seconds of workload per scenario")
     group.addoption("--chaos-seed", type=int, default=None, help="seed of fault schedules (default: per test)")
     group.addoption("--chaos-results", default=None, metavar="DIR", help="where run results go (default results/)")
@@ -139,7 +141,8 @@ def chaos_cluster(request):
 
     keep = request.config.getoption("--chaos-keep-cluster")
     version = request.config.getoption("--chaos-kafka-version")
-    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0])
+    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0],
+                           metadata=request.config.getoption("--chaos-metadata"))
     name = "kafka-chaos-pytest"
     if keep:
         try:
@@ -188,7 +191,9 @@ def chaos_run(request, chaos_cluster):
             opts.duration_s = cfg.getoption("--chaos-duration")
         if cfg.getoption("--chaos-seed") is not None:
             opts.seed = cfg.getoption("--chaos-seed")
-        result = run(opts, cluster=chaos_cluster)
+        from kafka_chaos.harness.scenarios import scenario as _scenario
+        own = _scenario(scenario).cluster_overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs
+        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss run makes its own cluster
         made.append(result)
         _attach(request.node, result)
         return result

@@ -17,7 +17,11 @@ def register(sub) -> None:
                        description="Exit 0 when the run is valid, 1 on a violation (something the ISR model says "
                                    "cannot happen), 2 on bad input or a broken environment. The cluster options are "
                                    "`cluster up`'s, with a chaos run's faster fault detection as defaults.")
-    p.add_argument("scenario", metavar="SCENARIO", help="see `kafka-chaos scenarios`")
+    p.add_argument("scenario", metavar="SCENARIO", nargs="?",
+                   help="see `kafka-chaos scenarios` (may be left out with --schedule: the file's scenario)")
+    p.add_argument("--schedule", type=Path, metavar="FILE",
+                   help="play this fault schedule (JSON, as every run writes to schedule.json) instead of the "
+                        "scenario's; the scenario still gives the topic's shape")
     p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
     p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
                    help="enable.idempotence (default: on for acks=all)")
@@ -61,11 +65,15 @@ def _cmd_scenarios(args) -> int:
     return 0
 
 
-def _cmd_run(args) -> int:
+def options_from_args(args):
+    """RunOptions from `run`'s parsed arguments (also how replay rebuilds a run from its recorded command)."""
+    from kafka_chaos.base.errors import UsageError
     from kafka_chaos.cluster.settings import parse_settings
-    from kafka_chaos.harness.runner import RunOptions, run, summary_lines
+    from kafka_chaos.harness.run_options import RunOptions
 
-    opts = RunOptions(
+    if not args.scenario and not args.schedule:
+        raise UsageError("run needs a SCENARIO or a --schedule FILE", "see `kafka-chaos scenarios`")
+    return RunOptions(
         scenario=args.scenario, acks=args.acks, min_isr=args.min_isr, idempotence=args.idempotence,
         unclean=args.unclean, kafka_version=args.kafka_version, duration_s=args.duration,
         rate=args.rate or None, seed=args.seed, results=args.results, reuse_cluster=args.reuse_cluster,
@@ -74,8 +82,20 @@ def _cmd_run(args) -> int:
         cluster=ClusterChoice.from_args(args), client=args.client, consumer_mode=args.consumer_mode,
         commit=args.commit, transactions=args.transactions,
         consumers=args.consumers if args.consumers is not None else (3 if args.consumer_mode == "subscribe" else 1),
-        topic_config=parse_settings(args.topic_config, "--topic-config"),
+        topic_config=parse_settings(args.topic_config, "--topic-config"), schedule_file=args.schedule,
     )
+
+
+def _cmd_run(args) -> int:
+    from kafka_chaos.harness.matrix import is_matrix, run_matrix
+    from kafka_chaos.harness.runner import run, summary_lines
+
+    opts = options_from_args(args)
+    if is_matrix(args.kafka_version):       # 2.8.2,3.9.2,4.4.0: the version matrix
+        if args.repeat is not None:
+            from kafka_chaos.base.errors import UsageError
+            raise UsageError("--repeat and a list of releases do not combine", "give one of them")
+        return run_matrix(opts, args.kafka_version)[0]
     if args.repeat is not None:
         from kafka_chaos.harness.repeat import run_repeated
 

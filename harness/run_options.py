@@ -23,9 +23,11 @@ PRODUCER_NAMES = {"librdkafka": "p0", "java": "j0"}
 
 
 def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
-    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects."""
+    """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects. In
+    ZooKeeper mode the session is ZooKeeper's: 6 s is Kafka's default before 2.5 (KIP-537 made it 18 s)."""
     base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=2,
-                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000)
+                replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000,
+                zookeeper_session_timeout_ms=6000)
     base.update(overrides)
     return ClusterConfig(**base)
 
@@ -59,9 +61,12 @@ class RunOptions:
     consumer_mode: str = "assign"            # --consumer-mode: assign, or subscribe (one group, commits, rebalances)
     commit: str = "manual"                   # --commit: subscribe mode's offset commits, auto or manual
     transactions: bool = False               # --transactions: a transactional producer, some aborted on purpose
+    schedule_file: Path | None = None        # --schedule FILE: these fault steps instead of the scenario's plan
+    banner: str | None = None                # a line the live display shows above the run (a soak's running verdict)
 
     def resolved(self) -> "RunOptions":
         """Defaults filled in, and everything validated before any container starts."""
+        planned = self._schedule_file()
         sc = scenarios.scenario(self.scenario)
         if str(self.acks) not in ("0", "1", "all", "-1"):
             raise UsageError(f"--acks {self.acks}: not a valid acks value", "use --acks 0, 1 or all")
@@ -77,7 +82,7 @@ class RunOptions:
             raise UsageError(f"--min-isr {self.min_isr}: must be between 1 and the replication factor "
                              f"{sc.replication_factor}", "use --min-isr 1, 2 or 3")
         if self.duration_s is None:
-            self.duration_s = sc.duration_s
+            self.duration_s = (planned.duration_s if planned and planned.duration_s else sc.duration_s)
         if self.duration_s <= 0:
             raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
         if self.seed is None:
@@ -91,8 +96,31 @@ class RunOptions:
         for p in self.profiles():
             p.validate()
         self.check_settings()                    # bad stall options fail before any container starts
-        sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
+        self.plan()                              # unknown faults or impossible shapes fail here
         return self
+
+    def _schedule_file(self):
+        """--schedule FILE read and checked; the scenario (the topic's shape) defaults to the file's."""
+        if self.schedule_file is None:
+            return None
+        from kafka_chaos.nemesis import schedule_data
+
+        self.schedule_file = Path(self.schedule_file).resolve()
+        planned = schedule_data.read(self.schedule_file)
+        if not self.scenario:
+            if not planned.scenario:
+                raise UsageError(f"{self.schedule_file} names no scenario and none was given",
+                                 "pass the scenario whose topic shape to use: kafka-chaos run SCENARIO --schedule FILE")
+            self.scenario = planned.scenario
+        return planned
+
+    def plan(self):
+        """The fault steps of this run: the --schedule file's, else the scenario's for this seed and duration."""
+        if self.schedule_file is not None:
+            from kafka_chaos.nemesis import schedule_data
+
+            return schedule_data.read(self.schedule_file).schedule.plan(self.seed, self.duration_s)
+        return scenarios.scenario(self.scenario).plan(self.seed, self.duration_s)
 
     def _resolve_settings(self) -> None:
         """min ISR and unclean election from the flags, else the topic's settings, else the broker's (a topic
@@ -109,9 +137,11 @@ class RunOptions:
             "min.insync.replicas": str(self.min_isr), "unclean.leader.election.enable": str(self.unclean).lower()}
 
     def cluster_config(self, name: str) -> ClusterConfig:
-        """The cluster a run starts: the chaos defaults, the run's min ISR and unclean flag, the cluster options."""
+        """The cluster a run starts: the chaos defaults, the scenario's shape (e.g. 4 brokers), the run's min ISR
+        and unclean flag, the cluster options."""
         base = chaos_cluster_config(name, self.kafka_version, min_insync_replicas=self.min_isr,
-                                    unclean_leader_election=self.unclean)
+                                    unclean_leader_election=self.unclean,
+                                    **scenarios.scenario(self.scenario).cluster_overrides)
         return self.cluster.apply(base)
 
     def check_settings(self):
@@ -155,6 +185,8 @@ class RunOptions:
         if self.consumer_mode != "assign":
             parts += ["--consumer-mode", self.consumer_mode, "--commit", self.commit, "--consumers",
                       str(self.consumers)]
+        if self.schedule_file is not None:
+            parts += ["--schedule", str(self.schedule_file)]
         return shlex.join(parts)
 
     def default_run_id(self) -> str:
