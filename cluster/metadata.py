@@ -1,6 +1,6 @@
 """What a running cluster says about itself: topics, leaders, ISRs, high watermarks, the active controller.
 
-A mixin of KafkaCluster, which provides `bootstrap_servers`, `nodes`, `controllers`, `config`, `version`,
+A mixin of KafkaCluster, which provides `bootstrap_servers`, `nodes`, `controllers`, `zookeepers`, `config`, `version`,
 `network_name`, `subnet` and the `_admin` slot. Reads go through a Metadata request any live broker answers.
 """
 from __future__ import annotations
@@ -117,7 +117,10 @@ class ClusterMetadata:
         return {tp.partition: fut.result(timeout=timeout).offset for tp, fut in res.items()}
 
     def active_controller(self) -> int | None:
-        """The KRaft quorum leader: the highest-epoch leader recorded in the running controllers' quorum-state."""
+        """The KRaft quorum leader: the highest-epoch leader recorded in the running controllers' quorum-state.
+        In ZooKeeper mode: the broker elected controller (it holds /controller)."""
+        if self.zookeepers:
+            return self._zookeeper_controller()
         best: tuple[int, int] | None = None
         for n in self.controllers:
             if not n.is_running():
@@ -130,6 +133,24 @@ class ClusterMetadata:
             if leader is not None and leader >= 0 and (best is None or epoch > best[1]):
                 best = (leader, epoch)
         return best[0] if best else None
+
+    def _zookeeper_controller(self) -> int | None:
+        """The controller broker, as ZooKeeper's sessions show it; when ZooKeeper cannot be asked (a fault cut it
+        from the harness), as a broker's Admin API answer (DescribeCluster: the controller that broker last heard
+        from in UpdateMetadata, possibly stale)."""
+        from kafka_chaos.cluster import zookeeper
+
+        zk = self.zookeepers[0]
+        if zk.is_running():
+            try:
+                return zookeeper.controller_from_dump(zookeeper.four_letter(zk.ip, "dump", timeout=1.0))
+            except OSError:
+                pass
+        try:
+            node = self.admin().describe_cluster(request_timeout=3).result(timeout=4).controller
+        except Exception:
+            return None
+        return node.id if node is not None and node.id >= 0 else None
 
     def partitions_healthy(self, topic: str) -> bool:
         """Every partition of `topic` has a leader and a full ISR."""
@@ -152,7 +173,8 @@ class ClusterMetadata:
 
     def status(self) -> str:
         """Nodes with their state, then per topic partition its leader and ISR."""
-        lines = [f"cluster {self.config.name}: Kafka {self.version}, network {self.network_name} {self.subnet}",
+        lines = [f"cluster {self.config.name}: Kafka {self.version} ({self.config.metadata or 'kraft'} metadata), "
+                 f"network {self.network_name} {self.subnet}",
                  f"bootstrap servers: {self.bootstrap_servers}", "",
                  f"{'NODE':>6}  {'ROLE':<10}  {'STATE':<8}  {'ADDRESS':<15}  CONTAINER"]
         controller = None

@@ -54,6 +54,13 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         owned = False
     else:
         cluster, owned = cluster_for(opts, display)
+    if sc.cluster_overrides.get("power_loss_fs") and not cluster.config.power_loss_fs:
+        if owned:
+            cluster.down()
+        raise UsageError(f"{opts.scenario} needs the brokers' log dirs on the power-loss layer; cluster "
+                         f"{cluster.config.name} was started without it",
+                         "drop --reuse-cluster (the run starts its own cluster with it), or start the cluster with "
+                         "--power-loss-fs")
     history = workload = None
     finalized = False
     try:
@@ -67,18 +74,21 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
             run_id=run_id, scenario=opts.scenario, seed=opts.seed, command=opts.command(),
             kafka_version=cluster.version, topic=topic, partitions=sc.partitions,
             replication_factor=sc.replication_factor, min_insync_replicas=opts.min_isr,
-            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode="assign",
-            producers=(opts.profile().to_meta(),), broker_settings=cluster.config.changed_settings(),
+            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode=opts.consumer_mode,
+            producers=tuple(p.to_meta() for p in opts.profiles()), broker_settings=cluster.config.changed_settings(),
             topic_settings=topic_settings,
             duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
             controllers=tuple(n.id for n in cluster.controllers),
+            metadata_mode=cluster.metadata_mode, zookeeper=tuple(n.id for n in cluster.zookeepers),
             fault_plan=tuple({"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps),
             extra=dict(opts.extra_meta) | {"replica_assignment": assignment})
         history = HistoryWriter.create(opts.results, run_id, meta)
         schedule_data.write(history.dir / schedule_data.SCHEDULE_FILE, steps, opts.scenario, opts.seed,
                             opts.duration_s)
-        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=[opts.profile()],
-                                                             consumers=opts.consumers))
+        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=opts.profiles(),
+                                                             consumers=opts.consumers,
+                                                             consumer_clients=opts.clients(),
+                                                             consumer_mode=opts.consumer_mode, commit=opts.commit))
         nemesis = Nemesis(cluster, history.record_fault)
         faults = ScheduleRunner(nemesis, steps)
         display.phase("workload")
@@ -188,6 +198,8 @@ def seeded_assignment(seed: int, brokers: list[int], partitions: int, replicatio
 
 def _elr_enabled(cluster: KafkaCluster) -> bool:
 
+    if cluster.metadata_mode == "zookeeper":
+        return False
     return cluster.config.elr if cluster.config.elr is not None else elr_default(cluster.version)
 
 
@@ -226,6 +238,10 @@ def summary_lines(result: RunResult) -> list[str]:
                      f"{v.get('anomalies', {}).get('lost_after_read')}; longest stall "
                      f"{(v.get('availability') or {}).get('longest_s', 0):.1f} s; model disagreements "
                      f"{len(v.get('model_disagreements') or [])}")
+        for client, row in (v.get("clients") or {}).items():
+            lines.append(f"  {client} {row.get('version') or ''}: sends {row['sends']}, acked {row['acked']}, "
+                         f"lost {row['lost']}, duplicates {row['duplicates']}, longest stall "
+                         f"{row['longest_stall_s']:.1f} s")
     if result.report:
         lines.append(f"report: {result.report}")
     return lines

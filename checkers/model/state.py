@@ -25,28 +25,35 @@ class _Partition:
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
     elections: list = field(default_factory=list)     # (epoch, t, how, leader, the leader's log when elected)
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
+    adding: list = field(default_factory=list)        # a reassignment in progress: replicas joining
+    removing: list = field(default_factory=list)      # ... and replicas leaving once the new ones are in the ISR
 
 
 
 class _State:
     def __init__(self, cfg: ModelConfig, faults: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
-                 leader_fenced_first: bool = False):
+                 leader_fenced_first: bool = False, slow_mode: str = "lagging"):
         self.cfg, self.t_end, self.leader_fenced_first = cfg, t_end, leader_fenced_first
+        self.slow_mode = slow_mode              # how a CPU-starved node behaves in this replay (see run_model)
         self.faults = sorted(faults, key=lambda f: f.t_ns)
         self.events: list[dict] = []
         self.truncs: list[Window] = []
         self.risk: list[Window] = []
         self.unavailable: list[Window] = []
+        self.zk_mode = cfg.zookeeper_mode
         self.nodes, self.parts = self._initial_state(samples, t_begin)      # the brokers
-        self.voters = sorted(cfg.controllers) or self.nodes                   # the KRaft quorum
+        # the KRaft quorum; in ZooKeeper mode the ZooKeeper node (the controller is then a broker)
+        self.voters = sorted(cfg.zookeeper if self.zk_mode else cfg.controllers) or self.nodes
         everyone = set(self.nodes) | set(self.voters)
         self.alive = {n: True for n in everyone}
         self.paused = {n: False for n in everyone}
+        self.slow = {n: False for n in everyone}
         self.fenced = {n: False for n in self.nodes}
         self.unclean_restart = {n: False for n in self.nodes}
         self.last_hb = {n: t_begin for n in self.nodes}
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
-        self.controller: int | None = min(self.voters)
+        self.controller: int | None = self._first_controller(samples) if self.zk_mode else min(self.voters)
+        self.offline_pending: set[int] = set()      # ZooKeeper mode: expired brokers no controller handled yet
         self.power_losses: list[tuple[int, int]] = []     # (t, broker)
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
 
@@ -55,8 +62,12 @@ class _State:
         nodes = set(cfg.brokers or range(1, cfg.replication_factor + 1))
         if not cfg.brokers:
             for f in self.faults:
-                nodes |= set(f.nodes) - set(cfg.controllers)
+                nodes |= set(f.nodes) - set(cfg.controllers) - set(cfg.zookeeper)
         parts = {}
+        moved = {}        # the replicas a partition had before its first reassignment (the samples show both sets)
+        for f in self.faults:
+            if f.effect == "reassign" and f.action == "start" and f.moves and f.partition not in moved:
+                moved[f.partition] = list(f.moves[0])
         for p in range(cfg.partitions):
             rows = samples[samples["partition"] == p].sort_values("t_ns") if len(samples) else samples
             if len(rows):
@@ -65,10 +76,13 @@ class _State:
                 seen = [int(x) for r in rows["isr"] for x in r]
                 leader = None if pd.isna(first["leader"]) else int(first["leader"])
                 replicas = list(dict.fromkeys(([leader] if leader is not None else []) + isr + seen))
+                if p in moved:
+                    replicas = list(dict.fromkeys([r for r in [leader] + isr if r in moved[p]] + moved[p]))
+                    isr = [r for r in isr if r in replicas]
             else:
                 ordered = sorted(nodes)
                 k = p % len(ordered)
-                replicas = (ordered[k:] + ordered[:k])[:cfg.replication_factor]
+                replicas = moved.get(p) or (ordered[k:] + ordered[:k])[:cfg.replication_factor]
                 leader, isr = replicas[0], list(replicas)
             nodes |= set(replicas)
             part = _Partition(replicas=replicas, leader=leader, isr=isr)
@@ -79,12 +93,29 @@ class _State:
             parts[p] = part
         return sorted(nodes), parts
 
+    def _first_controller(self, samples: pd.DataFrame) -> int:
+        """ZooKeeper mode: the controller broker the first sample saw, else the lowest broker id."""
+        if len(samples) and "controller" in samples.columns:
+            seen = samples.sort_values("t_ns")["controller"].dropna()
+            if len(seen) and int(seen.iloc[0]) in self.nodes:
+                return int(seen.iloc[0])
+        return min(self.nodes)
+
     # -- connectivity ----------------------------------------------------------------------------------------
     def up(self, n) -> bool:
         return n == "client" or (self.alive.get(n, False) and not self.paused.get(n, False))
 
     def can(self, src, dst) -> bool:
         return self.up(src) and self.up(dst) and all((src, dst) not in d for d in self.drops.values())
+
+    def lagging(self, n) -> bool:
+        """A slowed follower that fetches too slowly to reach its leader's log end (this replay's slow mode: a
+        fenced one lags too, as it is starved; it is out of the ISR either way)."""
+        return self.slow.get(n, False) and self.slow_mode in ("lagging", "fenced")
+
+    def misses_heartbeats(self, n) -> bool:
+        """A slowed broker whose heartbeats no longer reach the controller in time (this replay's slow mode)."""
+        return self.slow.get(n, False) and self.slow_mode == "fenced"
 
     def link(self, a, b) -> bool:
         return a == b and self.up(a) or (self.can(a, b) and self.can(b, a))
