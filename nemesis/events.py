@@ -1,6 +1,6 @@
 """Fault events: one per start and per heal, the rows of history/faults.parquet (see docs/history.md).
 
-`details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency, slow, proxy, reassign.
+`details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency, slow, reassign.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency")
-EFFECTS += ("slow", "proxy", "reassign")      # CPU-starved nodes, Toxiproxy toxics, a moved replica set
+EFFECTS += ("slow", "reassign")      # CPU-starved nodes, a moved replica set
 CLIENT = "client"        # the workload host in a drop pair
 
 

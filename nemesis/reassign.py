@@ -35,8 +35,8 @@ def move(cluster, topic: str, partition: int, replicas: list[int]) -> None:
     src, tag = base64.b64encode(source).decode(), hashlib.sha256(source).hexdigest()[:12]
     d, jvm = f"/tmp/kc-{tag}", "java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     script = (f"if [ ! -f {d}/Reassign.class ]; then mkdir -p {d} && echo {src} | base64 -d > {d}/Reassign.java && "
-              f"{jvm} -m jdk.compiler/com.sun.tools.javac.Main -nowarn -cp \"$(ls /opt/kafka/libs/kafka-clients-*.jar)\" "
-              f"-d {d} "
+              f"{jvm} -m jdk.compiler/com.sun.tools.javac.Main -nowarn "
+              f"-cp \"$(ls /opt/kafka/libs/kafka-clients-*.jar)\" -d {d} "
               f"{d}/Reassign.java; fi && {jvm} -cp '{d}:/opt/kafka/libs/*' Reassign {bootstrap} {topic} {partition} "
               + ",".join(str(r) for r in replicas))
     rc, out = running[0].exec(["bash", "-c", script], check=False)
