@@ -48,7 +48,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     run_ids = list(runs)
     sends = load(spark, runs, "sends.parquet", SEND_COLUMNS)
     reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
-    rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
+    n_sends = row_count(runs, "sends.parquet")
+    rows = n_sends + row_count(runs, "reads.parquet")
     windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in (breach_windows or {}).items()
                for p, a, b in ws if r in run_ids]
 
@@ -57,17 +58,17 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
     with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
         events = q.value_events(sends, reads, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
-        hub_rows = pool.submit(to_pandas, hub.candidates_fast(events, q.nonmonotonic_sends(sends)))
-        send_summary = pool.submit(to_pandas, q.sends_summary(sends))
-        read_summary = pool.submit(to_pandas, q.reads_summary(reads))
+        hub_rows = pool.submit(to_pandas, hub.candidates_fast(events, q.nonmonotonic_sends(sends)), "per-value pass")
+        send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
+        read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         doubles = pool.submit(lambda: divergent.double_acked(
-            sends, divergent.runs_without_positions(send_summary.result())))
-        ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS))
-        pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER))
+            sends, divergent.runs_without_positions(send_summary.result()),
+            shuffle_partitions(spark, n_sends, ROWS_PER_SHUFFLE_PARTITION)))
+        buckets = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(to_pandas, q.breaching_sends(
-            sends, q.small_frame(spark, windows, "run int, partition int, start long, end long"))) \
-            if windows else None
+            sends, q.small_frame(spark, windows, "run int, partition int, start long, end long")),
+            "min ISR breaches") if windows else None
         found = hub_rows.result()
         per_value, amb_positions = divergent.decide_ambiguous(spark, sends, reads, found)
         unplaced = divergent.runs_without_positions(send_summary.result())
@@ -78,7 +79,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
                  poll_skips.result()]
         send_summary, read_summary = send_summary.result(), read_summary.result()
-        ack_b, pending_b = ack_b.result(), pending_b.result()
+        buckets = buckets.result()
+        ack_b, pending_b = (buckets[buckets["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
@@ -97,7 +99,7 @@ def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame
                   {(int(r), int(o)) for r, o in zip(breached["run"], breached["op_id"])})
     if not keys:
         return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
-    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")))
+    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
@@ -135,7 +137,7 @@ def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataF
 
 def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
     """Gaps in a live consumer's offsets that skip a record someone read, with the read that jumped."""
-    gaps = to_pandas(q.poll_gaps(reads))
+    gaps = to_pandas(q.poll_gaps(reads), "poll gaps")
     if not len(gaps):
         return pd.DataFrame()
     gaps["gap"] = range(len(gaps))
@@ -143,13 +145,13 @@ def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
                                           gaps["from_offset"].astype(int), gaps["offset"].astype(int),
                                           gaps["gap"].astype(int))),
                           "run int, partition int, from_offset long, offset long, gap long")
-    skipping = set(to_pandas(q.gaps_with_reads_between(reads, keyed))["gap"].astype(int))
+    skipping = set(to_pandas(q.gaps_with_reads_between(reads, keyed), "poll gaps: reads between")["gap"].astype(int))
     gaps = gaps[gaps["gap"].isin(skipping)]
     if not len(gaps):
         return pd.DataFrame()
     keys = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["consumer"], gaps["seq"].astype(int))),
                          "run int, consumer string, seq long")
-    landed = to_pandas(q.reads_at(reads, keys)).rename(columns={"t_ns": "t_read_ns"})
+    landed = to_pandas(q.reads_at(reads, keys), "poll gaps: landing reads").rename(columns={"t_ns": "t_read_ns"})
     rows = gaps.merge(landed, on=["run", "consumer", "seq"])
     return instance_rows([rows.assign(kind="poll_skip")])
 

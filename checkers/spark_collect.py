@@ -46,8 +46,14 @@ def shuffle_partitions(spark: SparkSession, rows: int, rows_per_partition: int =
     return max(spark.sparkContext.defaultParallelism, math.ceil(rows / rows_per_partition))
 
 
-def to_pandas(df: DataFrame) -> pd.DataFrame:
-    """Collect through Arrow keeping nullable integers exact (toPandas would turn them into float64)."""
+def to_pandas(df: DataFrame, label: str | None = None) -> pd.DataFrame:
+    """Collect through Arrow keeping nullable integers exact (toPandas would turn them into float64).
+
+    label: the job's description (Spark's UI and event log name its jobs by it; bench/spark_profile.py sums
+    executor time per label). The property is the calling thread's own.
+    """
+    if label:
+        df.sparkSession.sparkContext.setLocalProperty("spark.job.description", label)
     return df.toArrow().to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get)
 
 

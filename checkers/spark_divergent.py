@@ -40,9 +40,10 @@ def decide_ambiguous(spark: SparkSession, sends: DataFrame, reads: DataFrame, fo
                             spark.sparkContext.defaultParallelism).persist()
     try:
         at = q.value_positions(events)
-        positions = to_pandas(at.where(F.col("n_reads") > 0)
-                              .select("run", F.col("p").alias("partition"), F.col("o").alias("offset")))
-        exact = to_pandas(q.candidates(at, mono))
+        read_at = at.where(F.col("n_reads") > 0).select("run", F.col("p").alias("partition"),
+                                                        F.col("o").alias("offset"))
+        positions = to_pandas(read_at, "ambiguous: positions")
+        exact = to_pandas(q.candidates(at, mono), "ambiguous: exact kinds")
     finally:
         events.unpersist()
     return pd.concat([decided, exact], ignore_index=True), positions
@@ -55,9 +56,9 @@ def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:
     return {int(r) for r in ok0["run"]}
 
 
-def double_acked(sends: DataFrame, unplaced: set[int]) -> pd.DataFrame:
+def double_acked(sends: DataFrame, unplaced: set[int], partitions: int) -> pd.DataFrame:
     placed = sends if not unplaced else sends.where(~F.col("run").isin(*sorted(unplaced)))
-    return to_pandas(hub.double_acked(placed))
+    return to_pandas(hub.double_acked(placed, partitions), "double acks")
 
 
 def candidates(found: pd.DataFrame, amb_positions: pd.DataFrame, doubles: pd.DataFrame,
@@ -81,7 +82,7 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
     frames = [positions] if positions is not None and len(positions) else []
     if grouped is None or grouped:
         scope = reads if grouped is None else reads.where(F.col("run").isin(*sorted(grouped)))
-        frames.append(to_pandas(hub.position_extremes(scope)))
+        frames.append(to_pandas(hub.position_extremes(scope), "divergent: every position"))
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame()
@@ -89,7 +90,7 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
     keys = q.small_frame(spark, [(int(r), int(p), int(o)) for r, p, o in
                                  zip(wanted["run"], wanted["partition"], wanted["offset"])],
                          "run int, partition int, offset long")
-    read = to_pandas(q.values_at(reads, keys))
+    read = to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
     rows = read.groupby(AT, as_index=False).agg(value=("value", "min"), multiplicity=("value", "nunique"),
                                                 t_read_ns=("t_ns", "min"))
     rows = rows[rows["multiplicity"] >= 2]

@@ -1,7 +1,9 @@
 """Kafka's broker runtime classpath, resolved from Maven Central with Maven into a versioned cache.
 
-The published kafka_2.13 POM gives core's runtime classpath; the logging backend the release tarball ships is added
-by a profile of docker/pom.xml (3.x: reload4j, 4.x: log4j2). No tarball, no bin scripts: the image runs kafka.Kafka.
+The published kafka_2.13 POM (kafka_2.12 before 2.4, which had no Scala 2.13 build) gives core's runtime classpath;
+the logging backend the release tarball ships is added by a profile of docker/pom.xml (up to 3.x: reload4j, 4.x:
+log4j2). No tarball, no bin scripts: the image runs kafka.Kafka (and ZooKeeper's QuorumPeerMain, whose jars 2.x and
+3.x brokers depend on).
 """
 from __future__ import annotations
 
@@ -23,12 +25,19 @@ from kafka_chaos.base.versions import version_tuple
 log = logging.getLogger(__name__)
 
 GROUP, ARTIFACT = "org.apache.kafka", "kafka_2.13"
+SCALA_213_FROM = (2, 4, 0)      # the first release with a kafka_2.13 build; older ones run from kafka_2.12
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 METADATA_MAX_AGE_S = 24 * 3600
 # A release Central listed but could not serve whole (4.4.0 lacked kafka-tools-api for a while, then got it) is
 # skipped by the default only this long; then resolving it is tried again.
 UNRESOLVABLE_RETRY_S = 3600
-OLDEST_SUPPORTED = (3, 9, 0)  # KRaft with the settings this harness uses; 3.9 is the last 3.x line
+# The oldest release line Debian 12's JRE (openjdk-17) runs here, in ZooKeeper mode: see README "Older releases".
+OLDEST_SUPPORTED = (1, 0, 0)
+
+
+def artifact(version: str) -> str:
+    """kafka_2.13 where the release has a Scala 2.13 build (2.4+), else kafka_2.12."""
+    return ARTIFACT if parse_version(version) >= SCALA_213_FROM else "kafka_2.12"
 
 
 @dataclass(frozen=True)
@@ -95,36 +104,43 @@ def _mvn_progress(s: Step) -> Callable[[str], None]:
     return on_line
 
 
-def _metadata_file() -> Path:
-    return Path.home() / ".m2/repository/org/apache/kafka" / ARTIFACT / "maven-metadata-central.xml"
+def _metadata_file(name: str = ARTIFACT) -> Path:
+    return Path.home() / ".m2/repository/org/apache/kafka" / name / "maven-metadata-central.xml"
 
 
 def available_versions(refresh: bool = False) -> list[str]:
-    """Release versions of kafka_2.13 that Maven Central lists (>= 3.9.0), oldest first."""
-    meta = _metadata_file()
+    """Release versions Maven Central lists from OLDEST_SUPPORTED on (kafka_2.12 before 2.4, kafka_2.13 after),
+    oldest first."""
+    old = [v for v in _listed("kafka_2.12", refresh) if parse_version(v) < SCALA_213_FROM]
+    new = [v for v in _listed(ARTIFACT, refresh) if parse_version(v) >= SCALA_213_FROM]
+    return sorted((v for v in old + new if parse_version(v) >= OLDEST_SUPPORTED), key=parse_version)
+
+
+def _listed(name: str, refresh: bool) -> list[str]:
+    """Every release version of org.apache.kafka:`name` Central lists (its maven-metadata.xml, fetched daily)."""
+    meta = _metadata_file(name)
     stale = not meta.exists() or time.time() - meta.stat().st_mtime > METADATA_MAX_AGE_S
     if refresh or stale:
-        probe = cache_dir() / "probe"
-        probe.mkdir(exist_ok=True)
+        probe = cache_dir() / "probe" / name
+        probe.mkdir(parents=True, exist_ok=True)
         # A version range makes Maven fetch the artifact's maven-metadata.xml, which lists every release.
         (probe / "pom.xml").write_text(
             '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
             "<groupId>local.kafka-chaos</groupId><artifactId>probe</artifactId><version>1</version>"
             "<packaging>pom</packaging><dependencies><dependency>"
-            f"<groupId>{GROUP}</groupId><artifactId>{ARTIFACT}</artifactId>"
+            f"<groupId>{GROUP}</groupId><artifactId>{name}</artifactId>"
             "<version>[99999.0.0,)</version><type>pom</type></dependency></dependencies></project>"
         )
         proc = _run_mvn(["-U", "-q", f"{DEPENDENCY_PLUGIN}:list", "-DexcludeTransitive=true"], probe)
         if not meta.exists():
             raise EnvironmentProblem(
-                f"could not read the version list of {GROUP}:{ARTIFACT} from Maven Central "
+                f"could not read the version list of {GROUP}:{name} from Maven Central "
                 f"(mvn said: {_last_lines(proc)})",
                 "check network access to Maven Central (and any mirror in ~/.m2/settings.xml)",
             )
         meta.touch()
     versions = [v.text for v in ET.parse(meta).getroot().iter("version") if v.text]
-    releases = [v for v in versions if re.fullmatch(r"\d+\.\d+\.\d+", v)]
-    return sorted((v for v in releases if parse_version(v) >= OLDEST_SUPPORTED), key=parse_version)
+    return [v for v in versions if re.fullmatch(r"\d+\.\d+\.\d+", v)]
 
 
 def default_version() -> str:
@@ -187,8 +203,10 @@ def _resolve_exact(version: str) -> KafkaDistribution:
     if found := cached(version):
         return found
     if parse_version(version) < OLDEST_SUPPORTED:
+        oldest = ".".join(map(str, OLDEST_SUPPORTED[:2]))
         raise UsageError(
-            f"Kafka {version} is older than this harness supports (KRaft from 3.9.0 on)",
+            f"Kafka {version} is older than this harness runs: the oldest line Debian 12's openjdk-17 runs here is "
+            f"{oldest} (ZooKeeper mode; see the README's 'Older releases')",
             f"pick one of: {', '.join(available_versions())}",
         )
     libs = libs_dir(version)
@@ -200,6 +218,7 @@ def _resolve_exact(version: str) -> KafkaDistribution:
         proc = _run_mvn(
             [
                 "-U", "-f", str(DOCKER_CONTEXT / "pom.xml"), "-P", profile, f"-Dkafka.version={version}",
+                f"-Dscala.binary={artifact(version).split('_')[1]}",
                 f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
             ],
             cwd=libs.parent, on_line=_mvn_progress(s),
@@ -210,7 +229,7 @@ def _resolve_exact(version: str) -> KafkaDistribution:
         known = available_versions(refresh=True)
         if version not in known:
             raise UsageError(
-                f"Kafka {version} is not on Maven Central ({GROUP}:{ARTIFACT}:{version} does not exist)",
+                f"Kafka {version} is not on Maven Central ({GROUP}:{artifact(version)}:{version} does not exist)",
                 f"pick one of: {', '.join(known)}",
             )
         missing = re.search(r"Could not find artifact (\S+)", out) or re.search(r"(\S+:jar:\S+) was not found", out)
@@ -222,7 +241,7 @@ def _resolve_exact(version: str) -> KafkaDistribution:
                 f"pick another release: {', '.join(others)}",
             )
         raise EnvironmentProblem(
-            f"Maven could not resolve {GROUP}:{ARTIFACT}:{version} and its dependencies: {_last_lines(proc)}",
+            f"Maven could not resolve {GROUP}:{artifact(version)}:{version} and its dependencies: {_last_lines(proc)}",
             "check network access to Maven Central; rerun with -v for Maven's full output",
         )
     shutil.rmtree(libs, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""A real KRaft cluster in Docker: N brokers plus dedicated controllers on their own bridge network.
+"""A real Kafka cluster in Docker on its own bridge network: N brokers plus dedicated KRaft controllers, or, in
+ZooKeeper mode, N brokers plus one ZooKeeper node (run from ZooKeeper's jars, which 2.x/3.x brokers depend on).
 
 Every container and the network carry labels (harness, cluster name, run id, owner pid), so a crashed run's
 leftovers can be found and removed (`kafka-chaos cluster down --all`), and a watchdog removes them if the owning
@@ -22,7 +23,7 @@ from kafka_chaos.base.errors import EnvironmentProblem, UsageError
 from kafka_chaos.base.paths import DOCKER_CONTEXT
 from kafka_chaos.base.waiting import WaitTimeout, wait_until
 from kafka_chaos.cluster import config as cfg
-from kafka_chaos.cluster import distribution, image
+from kafka_chaos.cluster import distribution, image, powerfs
 from kafka_chaos.cluster.config import ClusterConfig
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
@@ -72,7 +73,7 @@ class KafkaCluster(ClusterMetadata):
         return f"kc-{self.config.name}"
 
     def _container_name(self, role: str, node_id: int) -> str:
-        return f"kc-{self.config.name}-{'b' if role == 'broker' else 'c'}{node_id}"
+        return f"kc-{self.config.name}-{role[0] if role in ('broker', 'zookeeper') else 'c'}{node_id}"
 
     def _ip(self, role: str, node_id: int) -> str:
         hosts = list(self.subnet.hosts())
@@ -90,6 +91,14 @@ class KafkaCluster(ClusterMetadata):
     @property
     def controllers(self) -> list[Node]:
         return [n for n in self.nodes if n.role == "controller"]
+
+    @property
+    def zookeepers(self) -> list[Node]:
+        return [n for n in self.nodes if n.role == "zookeeper"]
+
+    @property
+    def metadata_mode(self) -> str:
+        return self.config.metadata or cfg.metadata_mode(self.version, None)
 
     def node(self, node_id: int) -> Node:
         for n in self.nodes:
@@ -119,6 +128,8 @@ class KafkaCluster(ClusterMetadata):
 
         sweep_orphans(self.client)
         self._check_name_free()
+        if self.config.power_loss_fs:
+            powerfs.check_host()
         if self.config.image:
             self.image = image.use_external_image(self.client, self.config.image)
             if not self.version:
@@ -126,6 +137,8 @@ class KafkaCluster(ClusterMetadata):
         else:
             dist = distribution.resolve(self.config.kafka_version)
             self.version = dist.version
+        self.config.metadata = cfg.metadata_mode(self.version, self.config.metadata)
+        if not self.config.image:
             self.image = image.ensure_broker_image(self.client, dist)
         self._reaper = Reaper(self.run_id)
         try:
@@ -200,16 +213,28 @@ class KafkaCluster(ClusterMetadata):
             raise UsageError(f"cannot create network {self.network_name} on {self.subnet}: {e.explanation}",
                              "pick another --subnet or --name") from e
 
-    def _create_nodes(self) -> None:
+    def _node_specs(self) -> list[tuple[str, int, str]]:
+        """(role, id, properties) of every node, metadata nodes first."""
         c = self.config
+        if c.zookeeper_mode:
+            zk_ip = self._ip("zookeeper", cfg.ZOOKEEPER_NODE_ID)
+            specs = [("zookeeper", cfg.ZOOKEEPER_NODE_ID, cfg.zookeeper_properties())]
+            return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), {}, zk_ip))
+                            for i in range(1, c.brokers + 1)]
         controller_ids = [cfg.FIRST_CONTROLLER_ID + i for i in range(c.controllers)]
         controller_ips = {i: self._ip("controller", i) for i in controller_ids}
         specs = [("controller", i, cfg.controller_properties(c, self.version, i, controller_ips))
                  for i in controller_ids]
-        specs += [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), controller_ips))
-                  for i in range(1, c.brokers + 1)]
+        return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i),
+                                                              controller_ips))
+                        for i in range(1, c.brokers + 1)]
+
+    def _create_nodes(self) -> None:
+        c = self.config
+        specs = self._node_specs()
         fmt = cfg.format_args(c, self.version)
-        env = {"CLUSTER_ID": self.cluster_id, "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt}
+        env = {"CLUSTER_ID": self.cluster_id, "KAFKA_HEAP_OPTS": c.heap_opts, "KAFKA_FORMAT_ARGS": fmt,
+               "KAFKA_METADATA": c.metadata or cfg.KRAFT}
         extra = {}
         if self.config.image:
             # Another Kafka image (e.g. apache/kafka:V): run our launch script in it, with the image's own log
@@ -220,14 +245,32 @@ class KafkaCluster(ClusterMetadata):
                                        else "-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties")
         for role, node_id, props in specs:
             name, ip = self._container_name(role, node_id), self._ip(role, node_id)
+            volumes = self._power_loss_volumes(node_id) if role == "broker" else {}
             self.client.containers.run(
                 self.image, name=name, hostname=name, detach=True,
                 labels=self.labels() | {"kafka-chaos.node-id": str(node_id), "kafka-chaos.role": role},
                 cap_add=["NET_ADMIN"], network=self.network_name,
                 networking_config={self.network_name: self.client.api.create_endpoint_config(ipv4_address=ip)},
-                environment=env | {"KAFKA_PROPERTIES": props}, mem_limit="2g", **extra,
+                environment=env | {"KAFKA_PROPERTIES": props, "NODE_ROLE": role}, mem_limit="2g", volumes=volumes,
+                **extra,
             )
             self.nodes.append(Node(node_id, role, name, ip, self.client))
+
+    def _power_loss_volumes(self, node_id: int) -> dict:
+        """With the power-loss layer: the broker's log dir is its lazyfs mount, made on the host and bound in."""
+        if not self.config.power_loss_fs:
+            return {}
+        powerfs.prepare_run(self.run_id, 0 if self.persistent else os.getpid())
+        mnt = powerfs.PowerFS(self.run_id, node_id).mount().mnt
+        return {str(mnt): {"bind": powerfs.DATA_DIR, "mode": "rw"}}
+
+    def power_layer(self, node_id: int) -> powerfs.PowerFS:
+        """The lazyfs mount under broker `node_id`'s log dir; UsageError if the cluster was started without one."""
+        node = self.node(node_id)
+        if not self.config.power_loss_fs or node.role != "broker":
+            raise UsageError(f"{node} has no power-loss layer (cluster {self.config.name} was started without it)",
+                             "start the cluster with --power-loss-fs (a power-loss scenario does so itself)")
+        return powerfs.PowerFS(self.run_id, node_id)
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Every broker registered with the controller and answering clients."""
@@ -252,6 +295,7 @@ class KafkaCluster(ClusterMetadata):
             self.save_logs(logs_to)
         self._admin = None
         remove_labelled(f"{LABEL_RUN}={self.run_id}")
+        powerfs.remove_run(self.run_id)
         if self._reaper:
             self._reaper.release()
             self._reaper = None
@@ -285,6 +329,8 @@ class KafkaCluster(ClusterMetadata):
             role, node_id = c.labels["kafka-chaos.role"], int(c.labels["kafka-chaos.node-id"])
             self.nodes.append(Node(node_id, role, c.name, self._ip(role, node_id), client))
         self.nodes.sort(key=lambda n: (n.role != "broker", n.id))
+        if self.config.metadata is None:          # a cluster from before ZooKeeper mode existed: KRaft
+            self.config.metadata = cfg.KRAFT
         return self
 
 
@@ -302,9 +348,13 @@ def sweep_orphans(client: docker.DockerClient) -> int:
     for run in runs:
         log.info("removing leftovers of run %s (its process is gone)", run)
         remove_labelled(f"{LABEL_RUN}={run}")
+        powerfs.remove_run(run)
+    powerfs.sweep_orphans()
     return len(runs)
 
 
 def remove_all() -> int:
-    """Remove every container and network kafka-chaos made on this engine."""
-    return remove_labelled(f"{LABEL}=1")
+    """Remove every container and network kafka-chaos made on this engine, and every lazyfs mount it made."""
+    n = remove_labelled(f"{LABEL}=1")
+    powerfs.remove_all()
+    return n

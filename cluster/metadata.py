@@ -1,6 +1,6 @@
 """What a running cluster says about itself: topics, leaders, ISRs, high watermarks, the active controller.
 
-A mixin of KafkaCluster, which provides `bootstrap_servers`, `nodes`, `controllers`, `config`, `version`,
+A mixin of KafkaCluster, which provides `bootstrap_servers`, `nodes`, `controllers`, `zookeepers`, `config`, `version`,
 `network_name`, `subnet` and the `_admin` slot. Reads go through a Metadata request any live broker answers.
 """
 from __future__ import annotations
@@ -31,12 +31,19 @@ class ClusterMetadata:
         return self._admin
 
     def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
-                     configs: dict[str, str] | None = None, timeout: float = 30) -> None:
+                     configs: dict[str, str] | None = None, timeout: float = 30,
+                     replica_assignment: list[list[int]] | None = None) -> None:
+        """`replica_assignment`: each partition's replicas, preferred leader first (default: Kafka places them)."""
         from confluent_kafka.admin import NewTopic
 
+        def new_topic():
+            if replica_assignment:
+                return NewTopic(topic, len(replica_assignment),       # and no replication factor: Kafka's rule
+                                replica_assignment=[list(r) for r in replica_assignment], config=configs or {})
+            return NewTopic(topic, partitions, replication_factor, config=configs or {})
+
         def create() -> bool:     # retried: brokers forward to the controller, which may just have failed over
-            fut = self.admin().create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
-                                             request_timeout=10)[topic]
+            fut = self.admin().create_topics([new_topic()], request_timeout=10)[topic]
             try:
                 fut.result(timeout=15)
             except Exception as e:
@@ -110,7 +117,10 @@ class ClusterMetadata:
         return {tp.partition: fut.result(timeout=timeout).offset for tp, fut in res.items()}
 
     def active_controller(self) -> int | None:
-        """The KRaft quorum leader: the highest-epoch leader recorded in the running controllers' quorum-state."""
+        """The KRaft quorum leader: the highest-epoch leader recorded in the running controllers' quorum-state.
+        In ZooKeeper mode: the broker elected controller (it holds /controller)."""
+        if self.zookeepers:
+            return self._zookeeper_controller()
         best: tuple[int, int] | None = None
         for n in self.controllers:
             if not n.is_running():
@@ -123,6 +133,24 @@ class ClusterMetadata:
             if leader is not None and leader >= 0 and (best is None or epoch > best[1]):
                 best = (leader, epoch)
         return best[0] if best else None
+
+    def _zookeeper_controller(self) -> int | None:
+        """The controller broker, as ZooKeeper's sessions show it; when ZooKeeper cannot be asked (a fault cut it
+        from the harness), as a broker's Admin API answer (DescribeCluster: the controller that broker last heard
+        from in UpdateMetadata, possibly stale)."""
+        from kafka_chaos.cluster import zookeeper
+
+        zk = self.zookeepers[0]
+        if zk.is_running():
+            try:
+                return zookeeper.controller_from_dump(zookeeper.four_letter(zk.ip, "dump", timeout=1.0))
+            except OSError:
+                pass
+        try:
+            node = self.admin().describe_cluster(request_timeout=3).result(timeout=4).controller
+        except Exception:
+            return None
+        return node.id if node is not None and node.id >= 0 else None
 
     def partitions_healthy(self, topic: str) -> bool:
         """Every partition of `topic` has a leader and a full ISR."""
@@ -145,7 +173,8 @@ class ClusterMetadata:
 
     def status(self) -> str:
         """Nodes with their state, then per topic partition its leader and ISR."""
-        lines = [f"cluster {self.config.name}: Kafka {self.version}, network {self.network_name} {self.subnet}",
+        lines = [f"cluster {self.config.name}: Kafka {self.version} ({self.config.metadata or 'kraft'} metadata), "
+                 f"network {self.network_name} {self.subnet}",
                  f"bootstrap servers: {self.bootstrap_servers}", "",
                  f"{'NODE':>6}  {'ROLE':<10}  {'STATE':<8}  {'ADDRESS':<15}  CONTAINER"]
         controller = None

@@ -25,6 +25,7 @@ BROKER_FIELDS: dict[str, tuple[str, type]] = {
     "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", int),
     "log.flush.interval.messages": ("log_flush_interval_messages", int),
     "log.flush.interval.ms": ("log_flush_interval_ms", int),
+    "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", int),
 }
 # Topic settings the run or the model reads, with their types.
 TOPIC_TYPES: dict[str, type] = {"min.insync.replicas": int, "unclean.leader.election.enable": bool,
@@ -32,7 +33,7 @@ TOPIC_TYPES: dict[str, type] = {"min.insync.replicas": int, "unclean.leader.elec
 # What kafka-chaos sets on every node itself: overriding these would break the cluster, not configure it.
 RESERVED = {"process.roles", "node.id", "broker.id", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
             "listeners", "advertised.listeners", "inter.broker.listener.name", "controller.listener.names",
-            "listener.security.protocol.map", "log.dirs", "log.dir"}
+            "listener.security.protocol.map", "log.dirs", "log.dir", "zookeeper.connect"}
 
 
 def parse_settings(pairs: Iterable[str] | None, flag: str) -> dict[str, str]:

@@ -19,15 +19,18 @@ _FIELDS = {
     "image": ("image", "--image"),
     "subnet": ("subnet", "--subnet"),
     "elr": ("elr", "--elr"),
+    "metadata": ("metadata", "--metadata"),
     "replica_lag_ms": ("replica_lag_time_max_ms", "--replica-lag-ms"),
     "session_timeout_ms": ("broker_session_timeout_ms", "--session-timeout-ms"),
+    "power_loss_fs": ("power_loss_fs", "--power-loss-fs"),
 }
 
 
 def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> None:
     """The options of `cluster up` and `run`; `defaults` is the command's cluster, shown in the help."""
     d = defaults
-    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
+    p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central); "
+                   "`run` also takes a list, e.g. 2.8.2,3.9.2:zookeeper,4.4.0: the same scenario and seed on each")
     p.add_argument("--brokers", type=int, help=f"number of brokers (default {d.brokers})")
     p.add_argument("--controllers", type=int, choices=(1, 3, 5),
                    help=f"dedicated KRaft controllers (default {d.controllers})")
@@ -36,11 +39,20 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
     p.add_argument("--min-isr", type=int, help=f"min.insync.replicas (default {d.min_insync_replicas})")
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None,
                    help="unclean.leader.election.enable (default off)")
+    p.add_argument("--metadata", choices=("kraft", "zookeeper"),
+                   help="metadata mode: kraft (default where the release has it, 3.9+) or zookeeper (up to 3.9: one "
+                        "ZooKeeper node, one broker elected controller)")
     p.add_argument("--elr", action=argparse.BooleanOptionalAction, default=None,
                    help="eligible leader replicas (4.0+; default: the version's default)")
     p.add_argument("--replica-lag-ms", type=int, help=f"replica.lag.time.max.ms (default {d.replica_lag_time_max_ms})")
     p.add_argument("--session-timeout-ms", type=int,
-                   help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms})")
+                   help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms}); in ZooKeeper mode "
+                        "zookeeper.session.timeout.ms (Kafka's default 18000 from 2.5)")
+    p.add_argument("--power-loss-fs", action=argparse.BooleanOptionalAction, default=None,
+                   help="each broker's log dir on a FUSE layer that keeps unsynced writes apart, so a power loss "
+                        "drops them (a power-loss scenario turns it on itself)")
+    p.add_argument("--flush-every-write", action="store_true", default=None,
+                   help="log.flush.interval.messages=1: Kafka fsyncs every write before acknowledging it")
     p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                    help="any broker setting, on every node (repeatable), e.g. log.flush.interval.messages=1")
     p.add_argument("--topic-config", action="append", metavar="KEY=VALUE",
@@ -67,13 +79,16 @@ class ClusterChoice:
     image: str | None = None
     subnet: str | None = None
     elr: bool | None = None
+    metadata: str | None = None
     replica_lag_ms: int | None = None
     session_timeout_ms: int | None = None
+    power_loss_fs: bool | None = None
+    flush_every_write: bool | None = None
     broker_config: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ClusterChoice":
-        return cls(**{a: getattr(args, a) for a in _FIELDS},
+        return cls(**{a: getattr(args, a) for a in _FIELDS}, flush_every_write=getattr(args, "flush_every_write", None),
                    broker_config=parse_settings(args.broker_config, "--broker-config"))
 
     def _given(self) -> dict[str, tuple[str, object, str]]:
@@ -83,6 +98,8 @@ class ClusterChoice:
             v = getattr(self, attr)
             if v is not None:
                 out[name] = (attr, v, (flag if v else f"--no-{flag[2:]}") if isinstance(v, bool) else f"{flag} {v}")
+        if self.flush_every_write:
+            out["log_flush_interval_messages"] = ("flush_every_write", 1, "--flush-every-write")
         return out
 
     def apply(self, base: ClusterConfig, explicit: dict[str, tuple[object, str]] | None = None) -> ClusterConfig:
@@ -90,6 +107,8 @@ class ClusterChoice:
         command's own (run's --min-isr), as field -> (value, flag as typed)."""
         given = {name: (v, flag) for name, (_, v, flag) in self._given().items()} | (explicit or {})
         config = replace(base, **{name: v for name, (v, _) in given.items()})
+        if self.session_timeout_ms is not None:       # the broker's session, whichever mode keeps it
+            config = replace(config, zookeeper_session_timeout_ms=self.session_timeout_ms)
         config = with_broker_settings(config, self.broker_config, {name: flag for name, (_, flag) in given.items()})
         config.validate()
         return config

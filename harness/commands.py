@@ -14,6 +14,9 @@ def add_name_option(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     p = sub.add_parser("setup", help="fetch Kafka's jars from Maven Central and build the broker image")
     p.add_argument("--kafka-version", metavar="V", help="Kafka release (default: newest 4.x on Maven Central)")
+    p.add_argument("--metadata", choices=("kraft", "zookeeper"),
+                   help="the metadata mode to run (checked against the release: ZooKeeper mode up to 3.9, KRaft from "
+                        "3.9); one image serves both")
     p.add_argument("--image", help="check this image is usable instead of building one")
     p.add_argument("--base-image", metavar="IMAGE",
                    help="build the base FROM this registry image, e.g. debian:12-slim (env KAFKA_CHAOS_BASE_IMAGE)")
@@ -52,13 +55,22 @@ def _cmd_setup(args) -> int:
     from kafka_chaos.harness.live import setup_progress
 
     request = BaseRequest.from_env(args.base_image, args.debian_mirror)
+    from kafka_chaos.cluster.config import metadata_mode
+
+    if args.kafka_version:                 # a mode the release lacks fails before any download
+        distribution.parse_version(args.kafka_version)
+        metadata_mode(args.kafka_version, args.metadata)
     with setup_progress():
         dist = distribution.resolve(args.kafka_version)
+        mode = metadata_mode(dist.version, args.metadata)
         if args.plan:
             base, broker = image.planned_tags(client, dist, request)
             print(f"base={base}\nbroker={broker}")
             return 0
-        print(f"Kafka {dist.version}: {len(dist.jar_names())} jars in {dist.libs}")
+        print(f"Kafka {dist.version} ({mode} metadata): {len(dist.jar_names())} jars in {dist.libs}")
+        from kafka_chaos.workloads.java_client import build
+
+        print(f"Java client: kafka-clients {dist.version} compiled in {build(dist.version).classpath.split(':')[0]}")
         print(f"image: {image.ensure_broker_image(client, dist, request)}")
     return 0
 

@@ -108,6 +108,10 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              reassign_under_fire, duration_s=60.0, cluster_overrides={"brokers": 4}),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
              cycles("controller-isolate")),
+    Scenario("controller-kill", "kill -9 the active controller (ZooKeeper mode: the controller broker), restart "
+             "it; repeated", cycles("controller-kill")),
+    Scenario("zookeeper-isolate", "cut the ZooKeeper node from every broker and the clients, heal; repeated "
+             "(ZooKeeper mode)", cycles("zookeeper-isolate")),
     Scenario("majority-minority", "split the nodes into a majority and a minority, heal; repeated",
              cycles("split")),
     Scenario("bridge", "two halves that cannot see each other, joined through one node; repeated",
@@ -122,6 +126,18 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
     Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
              cycles("client-isolate")),
+    Scenario("power-loss-all", "power off every broker at once (each keeps only what it fsync'ed), power them on; "
+             "once, mid-run", single("power-loss-all", start_share=0.5, length_share=0.2),
+             cluster_overrides={"power_loss_fs": True}),
+    Scenario("leader-power-loss", "power off the leader of chaos/0 (its unsynced data gone), power it on; repeated",
+             cycles("leader-power-loss", topic=TOPIC), cluster_overrides={"power_loss_fs": True}),
+    Scenario("leader-disk-full", "fill the disk of chaos/0's leader until Kafka takes its log dir offline and the "
+             "broker halts; free it and start the broker; repeated", cycles("leader-disk-full", topic=TOPIC),
+             cluster_overrides={"power_loss_fs": True}),
+    Scenario("follower-damage", "kill a follower of chaos/0, flip bits in its newest segment while it is down, "
+             "restart it: Kafka's recovery and replication should repair it",
+             single("damage", start_share=0.5, length_share=0.25, topic=TOPIC, damage_file="segment",
+                    damage_mode="flip"), cluster_overrides={"power_loss_fs": True}),
     Scenario("random-mix", "a seeded Jepsen-style stagger of leader kills, pauses, isolations, splits, loss and "
              "controller kills",
              lambda d: stagger([spec("leader-kill", topic=TOPIC), spec("leader-pause", topic=TOPIC),

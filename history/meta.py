@@ -55,6 +55,8 @@ class RunMeta:
     end_ns: int | None = None
     brokers: tuple[int, ...] = ()        # empty: 1..replication_factor
     controllers: tuple[int, ...] = ()    # empty: combined mode, the brokers vote
+    metadata_mode: str = "kraft"         # kraft | zookeeper (a broker is the controller, elected through ZooKeeper)
+    zookeeper: tuple[int, ...] = ()      # ZooKeeper node ids (ZooKeeper mode)
     drain: dict | None = None            # the final drain's record; None: not recorded (an old or cut-short run)
     interrupted: str | None = None       # why the run was cut short, if it was
     duration_s: float | None = None
@@ -64,7 +66,7 @@ class RunMeta:
     def to_dict(self) -> dict:
         """meta.json's object: every field that is set, the `extra` keys beside them."""
         out = {k: v for k, v in asdict(self).items() if k != "extra" and v not in (None, (), {})}
-        for k in ("producers", "brokers", "controllers", "fault_plan"):
+        for k in ("producers", "brokers", "controllers", "zookeeper", "fault_plan"):
             if k in out:
                 out[k] = list(out[k])
         return out | dict(self.extra)
@@ -104,6 +106,11 @@ class RunMeta:
 
     @property
     def broker_session_timeout_ms(self) -> int:
+        """The session whose expiry fences a broker: with the KRaft controller, or in ZooKeeper mode with ZooKeeper
+        (zookeeper.session.timeout.ms: 18 s from 2.5, KIP-537; 6 s before)."""
+        if self.metadata_mode == "zookeeper":
+            return self.broker_ms("zookeeper.session.timeout.ms",
+                                  18_000 if version_tuple(self.kafka_version) >= (2, 5) else 6_000)
         return self.broker_ms("broker.session.timeout.ms", 9_000)
 
 
@@ -126,6 +133,9 @@ def load_meta(run_dir: Path) -> RunMeta:
     unclean = _unclean(raw, settings, topic_settings, path)
     elr = raw.get("elr_enabled")
     brokers, controllers = _node_ids(raw, "brokers", path), _node_ids(raw, "controllers", path)
+    metadata_mode = raw.get("metadata_mode") or "kraft"
+    if metadata_mode not in ("kraft", "zookeeper"):
+        raise HistoryError(f"{path}: metadata_mode must be 'kraft' or 'zookeeper', got {metadata_mode!r}")
     if set(brokers) & set(controllers):
         raise HistoryError(f"{path}: node ids {sorted(set(brokers) & set(controllers))} are listed as both "
                            "brokers and dedicated controllers")
@@ -133,11 +143,13 @@ def load_meta(run_dir: Path) -> RunMeta:
         run_id=raw["run_id"], partitions=raw["partitions"], replication_factor=raw["replication_factor"],
         min_insync_replicas=raw["min_insync_replicas"], kafka_version=version,
         topic=raw.get("topic") or "chaos", unclean_leader_election=bool(unclean),
-        elr_enabled=bool(elr) if elr is not None else version_tuple(version) >= ELR_DEFAULT_FROM,
+        elr_enabled=bool(elr) if elr is not None else (version_tuple(version) >= ELR_DEFAULT_FROM
+                                                        and metadata_mode == "kraft"),
         consumer_mode=mode, producers=tuple(raw.get("producers") or ()), broker_settings=settings,
         topic_settings=topic_settings,
         scenario=raw.get("scenario"), seed=raw.get("seed"), command=raw.get("command"),
         start_ns=raw.get("start_ns"), end_ns=raw.get("end_ns"), brokers=brokers, controllers=controllers,
+        metadata_mode=metadata_mode, zookeeper=_node_ids(raw, "zookeeper", path),
         drain=_drain(raw, path), interrupted=raw.get("interrupted") or None, duration_s=raw.get("duration_s"),
         fault_plan=tuple(raw.get("fault_plan") or ()),
         extra={k: v for k, v in raw.items() if k not in _FIELDS})

@@ -110,7 +110,7 @@ class RandomFollower(Followers):
 
 @dataclass(frozen=True)
 class Controller(Target):
-    """The active controller (KRaft quorum leader)."""
+    """The active controller (KRaft quorum leader; in ZooKeeper mode the broker holding /controller)."""
 
     def resolve(self, cluster) -> list[int]:
         c = cluster.active_controller()
@@ -120,6 +120,21 @@ class Controller(Target):
 
     def describe(self) -> dict:
         return {"target": "controller"}
+
+
+@dataclass(frozen=True)
+class ZooKeeperNodes(Target):
+    """The ZooKeeper node(s) of a ZooKeeper-mode cluster."""
+
+    def resolve(self, cluster) -> list[int]:
+        ids = [n.id for n in cluster.zookeepers]
+        if not ids:
+            raise UsageError("this cluster has no ZooKeeper node (it runs KRaft)",
+                             "start one with --metadata zookeeper (Kafka up to 3.9)")
+        return ids
+
+    def describe(self) -> dict:
+        return {"target": "zookeeper"}
 
 
 @dataclass(frozen=True)

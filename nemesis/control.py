@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 
 
 def _restarted_nodes(events) -> set[int]:
-    return {n for e in events if e.action == "heal" and e.details["effect"] in ("kill", "stop") for n in e.nodes}
+    return {n for e in events if e.action == "heal" and e.details["effect"] in ("kill", "stop", "power_loss", "damage")
+            for n in e.nodes}
 
 
 class Nemesis:
@@ -85,6 +86,8 @@ def sweep(cluster) -> list[str]:
             if state == "paused":
                 node.unpause()
             elif state != "running":
+                if node.role == "broker" and getattr(cluster.config, "power_loss_fs", False):
+                    cluster.power_layer(node.id).mount()     # a power cut that stopped half-way
                 node.start()
             netrules.sweep(node)
             if throttle.unthrottle(node):

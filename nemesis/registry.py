@@ -10,8 +10,18 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import latency, network, process, reassign, throttle
-from kafka_chaos.nemesis.base import AllBrokers, Controller, Fault, Leader, Nodes, RandomBrokers, RandomFollower, Target
+from kafka_chaos.nemesis import latency, network, process, reassign, storage, throttle
+from kafka_chaos.nemesis.base import (
+    AllBrokers,
+    Controller,
+    Fault,
+    Leader,
+    Nodes,
+    RandomBrokers,
+    RandomFollower,
+    Target,
+    ZooKeeperNodes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +38,8 @@ class FaultArgs:
     delay_ms: int = 100                # latency
     jitter_ms: int = 10
     interval_s: float = 2.0            # cascade-kill: between kills
+    damage_file: str = "segment"       # damage: segment | index | leader-epoch-checkpoint | quorum-state
+    damage_mode: str = "flip"          # damage: flip | truncate
     cpus: float = 0.01                 # slow: the CPU share left (0.01 = 1% of one core)
 
 
@@ -95,6 +107,8 @@ _TYPES = [
               lambda a: network.Isolate(_leader(a), "leader-isolate"), takes_target=False),
     FaultType("controller-isolate", "cut the active controller from every node",
               lambda a: network.Isolate(Controller(), "controller-isolate"), takes_target=False),
+    FaultType("zookeeper-isolate", "cut the ZooKeeper node from every broker and the clients (ZooKeeper mode)",
+              lambda a: network.Isolate(ZooKeeperNodes(), "zookeeper-isolate"), takes_target=False),
     FaultType("split", "majority / minority partition of all nodes (or --target nodes), shuffled by seed",
               lambda a: network.Split(a.seed, a.targets, name="split")),
     FaultType("bridge", "two halves that cannot reach each other, joined through one node (3+ nodes)",
@@ -107,6 +121,22 @@ _TYPES = [
               lambda a: network.ClientIsolate(_one_random(a))),
     FaultType("loss", "drop packets between a node and its peers with --probability P (iptables statistic)",
               lambda a: network.Loss(_one_random(a), a.probability, a.peers)),
+    # storage (power loss needs the cluster's power-loss layer: --power-loss-fs)
+    FaultType("power-loss", "power off a broker (default: a random one): killed, and its disk keeps only what was "
+              "fsync'ed; heal powers it on", lambda a: storage.PowerLoss(_one_random(a), "power-loss")),
+    FaultType("leader-power-loss", "power off the current leader of TOPIC/PARTITION (unsynced data gone); heal "
+              "powers it on", lambda a: storage.PowerLoss(_leader(a), "leader-power-loss"), takes_target=False),
+    FaultType("power-loss-all", "power off every broker at once (unsynced data gone on all); heal powers them on",
+              lambda a: storage.PowerLoss(AllBrokers(), "power-loss-all"), takes_target=False),
+    FaultType("disk-full", "fill a broker's disk (default: a random one) until Kafka takes its log dir offline and "
+              "halts; heal frees it and starts the broker",
+              lambda a: storage.DiskFull(_one_random(a), name="disk-full")),
+    FaultType("leader-disk-full", "fill the disk of the current leader of TOPIC/PARTITION; heal frees it, starts it",
+              lambda a: storage.DiskFull(_leader(a), name="leader-disk-full"), takes_target=False),
+    FaultType("damage", "kill one broker (default: a follower of TOPIC/PARTITION) and flip bits in or truncate "
+              "--damage-file of its log dir (--damage-mode); heal restarts it",
+              lambda a: storage.Damage(_target(a, RandomFollower(a.topic, a.partition, a.seed)), a.damage_file,
+                                       a.damage_mode, a.topic, a.partition, a.seed, "damage")),
     # latency
     FaultType("latency", "delay a node's packets by --delay-ms ± --jitter-ms (tc netem; refused without netem)",
               lambda a: latency.Latency(_one_random(a), a.delay_ms, a.jitter_ms)),
@@ -134,6 +164,7 @@ ALIASES: dict[str, str] = {
     "kill-minority": "minority-kill", "kill-leader": "leader-kill", "kill-follower": "follower-kill",
     "stop-leader": "leader-stop", "pause-leader": "leader-pause", "kill-controller": "controller-kill",
     "kill-all": "all-kill", "isolate-leader": "leader-isolate", "isolate-controller": "controller-isolate",
+    "isolate-zookeeper": "zookeeper-isolate",
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from kafka_chaos.checkers.model.releases import applies
+from kafka_chaos.checkers.model.releases import applies, rules_used
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ACKED  # noqa: F401  (the model speaks of these acks levels)
 
@@ -18,6 +18,9 @@ METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their 
 # the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
 METADATA_CATCHUP_NS = 5_000_000_000
 DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
+# vm.dirty_writeback_centisecs: how often the kernel's flusher looks for expired inodes (wb_kupdate in
+# fs/fs-writeback.c; Documentation/admin-guide/sysctl/vm.rst), so a write can stay unsynced for expire + this.
+DIRTY_WRITEBACK_NS = 5_000_000_000
 IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
 CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
@@ -50,6 +53,8 @@ class ModelConfig:
     flush_interval_messages: int | None = None   # the topic's flush.messages; None: Kafka's default (Long.MAX)
     flush_interval_ms: int | None = None         # the topic's flush.ms; None: never by time
     flush_check_ms: int | None = None            # log.flush.scheduler.interval.ms; None: the flusher never runs
+    metadata_mode: str = "kraft"                 # kraft | zookeeper: who keeps the metadata, who decides
+    zookeeper: tuple[int, ...] = ()              # ZooKeeper node ids (ZooKeeper mode)
 
     @classmethod
     def from_meta(cls, meta: RunMeta, acks: tuple[str, ...] = (), idempotent: tuple[bool, ...] = ()):
@@ -62,7 +67,8 @@ class ModelConfig:
                    broker_session_timeout_ms=meta.broker_session_timeout_ms, acks=acks,
                    producers=tuple(meta.producers), idempotent=idem, brokers=tuple(meta.brokers),
                    controllers=tuple(meta.controllers), flush_interval_messages=meta.flush_interval_messages,
-                   flush_interval_ms=meta.flush_interval_ms, flush_check_ms=meta.flush_check_ms)
+                   flush_interval_ms=meta.flush_interval_ms, flush_check_ms=meta.flush_check_ms,
+                   metadata_mode=meta.metadata_mode, zookeeper=tuple(meta.zookeeper))
 
     @property
     def unflushed_ns(self) -> int:
@@ -72,17 +78,27 @@ class ModelConfig:
         (UnifiedLog.append: `if (localLog.unflushedMessages >= config.flushInterval) flush(false)`), before the
         produce response: with flush.messages=1 every acked write is on disk. By time, LogManager.flushDirtyLogs
         flushes a log older than flush.ms, but only when the flusher runs, every log.flush.scheduler.interval.ms
-        (Long.MAX by default: never). Otherwise the kernel writes dirty pages back within dirty_expire."""
+        (Long.MAX by default: never). Otherwise the kernel writes an inode dirty for dirty_expire back on the
+        flusher's next pass, at most dirty_writeback later (the power-loss layer, cluster/lazyfs.py, does the same)."""
         if self.flush_interval_messages == 1:
             return 0
+        kernel = DIRTY_EXPIRE_NS + DIRTY_WRITEBACK_NS
         if self.flush_interval_ms is not None and self.flush_check_ms is not None:
-            return min(DIRTY_EXPIRE_NS, (self.flush_interval_ms + self.flush_check_ms) * 1_000_000)
-        return DIRTY_EXPIRE_NS
+            return min(kernel, (self.flush_interval_ms + self.flush_check_ms) * 1_000_000)
+        return kernel
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return self.metadata_mode == "zookeeper"
 
     @property
     def unclean_honoured(self) -> bool:
-        """KRaft ignores unclean.leader.election.enable before 3.9."""
-        return self.unclean_leader_election and applies("unclean_election_in_kraft", self.kafka_version)
+        """KRaft ignores unclean.leader.election.enable before 3.9; ZooKeeper mode always honoured it."""
+        rule = "unclean_election_in_zookeeper" if self.zookeeper_mode else "unclean_election_in_kraft"
+        return self.unclean_leader_election and applies(rule, self.kafka_version, self.metadata_mode)
+
+    def applies(self, rule: str) -> bool:
+        return applies(rule, self.kafka_version, self.metadata_mode)
 
     @property
     def effective_min_isr(self) -> int:
@@ -96,7 +112,9 @@ class ModelConfig:
                 "replica_lag_time_max_ms": self.replica_lag_time_max_ms,
                 "broker_session_timeout_ms": self.broker_session_timeout_ms,
                 "flush_interval_messages": self.flush_interval_messages, "unflushed_ms": self.unflushed_ns // 1_000_000,
-                "brokers": list(self.brokers), "controllers": list(self.controllers)}
+                "brokers": list(self.brokers), "controllers": list(self.controllers),
+                "metadata_mode": self.metadata_mode, "zookeeper": list(self.zookeeper),
+                "release_rules": rules_used(self.kafka_version, self.metadata_mode)}
 
 
 
@@ -104,12 +122,13 @@ class ModelConfig:
 class FaultEffect:
     t_ns: int
     action: str                  # start | heal
-    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | slow | reassign
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage | slow | reassign
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
     applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
+    damaged: tuple[int, ...] = ()   # damage: the partitions whose log on the nodes was damaged (a data file of theirs)
     partition: int | None = None    # reassign: the partition moved
     moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
 
@@ -118,12 +137,14 @@ class FaultEffect:
         d = json.loads(details) if isinstance(details, str) else dict(details or {})
         drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
         applied = d.get("applied_ns")
+        damaged = (int(d["partition"]),) if d.get("effect") == "damage" and d.get("file") != "quorum-state" \
+            and d.get("partition") is not None else ()
         moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
         part = d.get("partition")
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
                    probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
-                   partition=int(part) if part is not None else None, moves=moves)
+                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves)
 
 
 

@@ -1,12 +1,17 @@
 """The KRaft controller's side of the model: the quorum, broker sessions and fencing, controlled shutdown, ISR
-changes and elections (ReplicationControlManager, PartitionChangeBuilder)."""
+changes and elections (ReplicationControlManager, PartitionChangeBuilder). ZooKeeper mode's differences (who is
+controller, sessions with ZooKeeper) are in `zookeeper`; fencing and elections are shared."""
 from __future__ import annotations
 
 from kafka_chaos.checkers.model.state import _Partition, _State
+from kafka_chaos.checkers.model.zookeeper import _ZooKeeperMode
 
 
-class _Controller(_State):
-    def _elect_controller(self):
+class _Controller(_ZooKeeperMode, _State):
+    def _elect_controller(self, t: int | None = None):
+        if self.zk_mode:
+            return self._zk_elect_controller(t)
+
         def quorum(c):
             return self.up(c) and sum(self.link(c, v) for v in self.voters) > len(self.voters) / 2
         if self.controller is None or not quorum(self.controller):
@@ -15,8 +20,20 @@ class _Controller(_State):
     def reaches_controller(self, n) -> bool:
         return self.controller is not None and self.link(n, self.controller)
 
+    def can_alter_isr(self, leader) -> bool:
+        """Whether the leader's ISR change can take effect: AlterPartition to the KRaft controller, or in ZooKeeper
+        mode through the controller broker (2.7+) or ZooKeeper itself (before)."""
+        return self._zk_can_alter_isr(leader) if self.zk_mode else self.reaches_controller(leader)
+
+    def _live_replica(self, r) -> bool:
+        """Electable: unfenced and running (KRaft); in ZooKeeper mode registered, i.e. its session not yet expired
+        (PartitionStateMachine's liveReplicas are the brokers in /brokers/ids), though the process may be dead."""
+        return not self.fenced[r] and (self.zk_mode or self.alive[r])
+
     def _heartbeats(self, t: int):
         """Brokers that reach the controller heartbeat; a fenced one that is alive is unfenced."""
+        if self.zk_mode:
+            return self._zk_heartbeats(t)
         for n in self.nodes:
             if not (self.up(n) and self.reaches_controller(n)) or self.misses_heartbeats(n):
                 self.connected_since[n] = None
@@ -87,7 +104,7 @@ class _Controller(_State):
         part.isr = new
 
     def _elect(self, p: int, part: _Partition, t: int, exclude=None):
-        ok = [r for r in part.replicas if not self.fenced[r] and r != exclude and self.alive[r]]
+        ok = [r for r in part.replicas if self._live_replica(r) and r != exclude]
         leader, how = next(((r, "from the ISR") for r in part.replicas if r in part.isr and r in ok), (None, ""))
         if leader is None and self.cfg.elr_enabled:
             leader, how = next(((r, "from the ELR") for r in part.replicas if r in part.elr and r in ok),

@@ -1,4 +1,5 @@
-"""Which replication rules apply in which Kafka release, in one table: the model asks `applies(rule, version)`.
+"""Which replication rules apply in which Kafka release and metadata mode, in one table: the model asks
+`applies(rule, version, mode)`, and the verdict lists the rules a run was judged by (`rules_used`).
 
 Each rule names the KIP or change it comes from and the Kafka code it mirrors (read in apache/kafka, not copied).
 Eligible leader replicas (KIP-966) are a feature a cluster has on or off, so the model takes them from meta.json
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_chaos.base.versions import ELR_DEFAULT_FROM, version_tuple
+from kafka_chaos.base.versions import ELR_DEFAULT_FROM, KRAFT, ZOOKEEPER, version_tuple
+
+BOTH = (KRAFT, ZOOKEEPER)
 
 
 @dataclass(frozen=True)
@@ -16,25 +19,71 @@ class Rule:
     since: tuple[int, ...]
     source: str
     mirrors: str
+    modes: tuple[str, ...] = BOTH
+    until: tuple[int, ...] | None = None        # the first release without it
+    modelled: bool = True                       # False: the model does not replay it (named so a reader knows)
 
 
 RULES: dict[str, Rule] = {
+    "leader_epoch_truncation": Rule(
+        (0, 11), "KIP-101: followers truncate to the new leader's log by leader epoch, not to their high watermark",
+        "LeaderEpochFileCache; AbstractFetcherThread.truncateToEpochEndOffsets; the leader's OffsetsForLeaderEpoch"),
+    "epoch_end_offset_for_older_epochs": Rule(
+        (2, 0), "KIP-279: OffsetsForLeaderEpoch answers for the largest epoch at or below the one asked, so quick "
+        "successive leader changes no longer leave replicas diverged (KAFKA-6361); before 2.0 the model's "
+        "'every replica ends up with the leader's log' may not hold and a divergence shows as a disagreement",
+        "LeaderEpochFileCache.endOffsetFor; ReplicaFetcherThread's truncation", modelled=False),
+    "fetch_carries_leader_epoch": Rule(
+        (2, 1), "KIP-320: fetch requests carry the leader epoch, so a follower (and a consumer) detects a "
+        "truncation it missed instead of reading across it",
+        "AbstractFetcherThread (FENCED_LEADER_EPOCH / diverging epoch), KafkaConsumer's validatePositions",
+        modelled=False),
+    "session_defaults_kip537": Rule(
+        (2, 5), "KIP-537: zookeeper.session.timeout.ms 18 s (was 6 s), replica.lag.time.max.ms 30 s (was 10 s)",
+        "KafkaConfig defaults; history.meta fills them in for runs that did not set them", modes=(ZOOKEEPER,)),
+    "zookeeper_controller": Rule(
+        (0, 8), "ZooKeeper mode: brokers live while their ZooKeeper session does (ephemeral /brokers/ids/N); one "
+        "broker, elected through /controller, removes dead brokers from the ISR (the last member stays) and elects "
+        "the first live ISR replica in assignment order; a broker acts on the controller's LeaderAndIsr",
+        "KafkaController.onBrokerFailure/onReplicasBecomeOffline; ReplicaStateMachine.doRemoveReplicasFromIsr; "
+        "PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection; ControlledShutdownLeaderElectionStrategy",
+        modes=(ZOOKEEPER,), until=(4, 0)),
+    "unclean_election_in_zookeeper": Rule(
+        (0, 8), "ZooKeeper mode honours unclean.leader.election.enable (the topic's config wins): with no live ISR "
+        "replica, the first live replica leads", "PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection; "
+        "PartitionStateMachine.collectUncleanLeaderElectionState", modes=(ZOOKEEPER,), until=(4, 0)),
+    "isr_change_through_controller": Rule(
+        (2, 7), "KIP-497: the leader asks the controller to change the ISR (AlterIsr, later AlterPartition); before "
+        "2.7 it wrote the ISR to ZooKeeper itself, so a leader cut from the controller but not from ZooKeeper "
+        "could still shrink it", "Partition.maybeShrinkIsr -> AlterPartitionManager (2.7+); "
+        "Partition.updateIsr -> KafkaZkClient.conditionalUpdatePath (before)", modes=(ZOOKEEPER,)),
     "unclean_election_in_kraft": Rule(
         (3, 9), "KAFKA-12670: KRaft honours unclean.leader.election.enable (ignored before 3.9)",
-        "PartitionChangeBuilder.electLeader, its unclean path; ReplicationControlManager's unclean election task"),
+        "PartitionChangeBuilder.electLeader, its unclean path; ReplicationControlManager's unclean election task",
+        modes=(KRAFT,)),
     "eligible_leader_replicas": Rule(
         ELR_DEFAULT_FROM,
         "KIP-966: eligible leader replicas, on by default for new clusters from 4.1 (a feature from 4.0)",
-        "PartitionChangeBuilder.maybePopulateTargetElr; ReplicationControlManager.handleBrokerUncleanShutdown"),
+        "PartitionChangeBuilder.maybePopulateTargetElr; ReplicationControlManager.handleBrokerUncleanShutdown",
+        modes=(KRAFT,)),
     "last_known_leader": Rule(
         (4, 0), "KIP-966: with ISR and ELR empty, the last known leader may lead again (liveness fix KAFKA-19522, 4.1)",
-        "PartitionChangeBuilder.canElectLastKnownLeader"),
+        "PartitionChangeBuilder.canElectLastKnownLeader", modes=(KRAFT,)),
     "one_stale_broker_fenced_at_a_time": Rule(
         (3, 3), "KRaft brokers' sessions: the controller fences the stalest broker first, one at a time",
-        "ReplicationControlManager.maybeFenceOneStaleBroker, BrokerHeartbeatManager.findOneStaleBroker"),
+        "ReplicationControlManager.maybeFenceOneStaleBroker, BrokerHeartbeatManager.findOneStaleBroker",
+        modes=(KRAFT,)),
 }
 
 
-def applies(rule: str, version: str) -> bool:
-    """Whether `rule` (a key of RULES) holds in Kafka `version`."""
-    return version_tuple(version) >= RULES[rule].since
+def applies(rule: str, version: str, mode: str = KRAFT) -> bool:
+    """Whether `rule` (a key of RULES) holds in Kafka `version` run in metadata `mode`."""
+    r, v = RULES[rule], version_tuple(version)
+    return mode in r.modes and v >= r.since and (r.until is None or v < r.until)
+
+
+def rules_used(version: str, mode: str = KRAFT) -> list[dict]:
+    """The release rules that held for a run (the verdict's model.release_rules), and whether the model replays
+    each: a reader sees which Kafka the run was judged as."""
+    return [{"rule": name, "source": r.source, "modelled": r.modelled}
+            for name, r in RULES.items() if applies(name, version, mode)]

@@ -62,7 +62,7 @@ class _Replication(_Controller):
                 part.logs[f] = [list(s) for s in part.logs[leader]]
                 part.caught_up[f] = t
                 fetched.add(f)
-        if self.reaches_controller(leader):
+        if self.can_alter_isr(leader):
             lag = self.cfg.replica_lag_time_max_ms * 1_000_000
             out = [f for f in part.isr if f != leader and t - part.caught_up.get(f, t) > lag]
             if out:

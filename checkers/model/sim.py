@@ -11,7 +11,7 @@ class _Sim(_Replication):
     def apply(self, i: int, f: FaultEffect, t: int):
         start = f.action == "start"
         self.events.append({"t_ns": t, "event": f"{f.action} {f.effect}", "nodes": list(f.nodes)})
-        if f.effect in ("kill", "power_loss", "stop"):
+        if f.effect in ("kill", "power_loss", "stop", "damage"):
             self._apply_process(f, start, t)
         elif f.effect == "pause":
             for n in f.nodes:
@@ -47,6 +47,8 @@ class _Sim(_Replication):
                 self.unclean_restart[n] = True
                 if f.effect == "power_loss":
                     self._lose_unflushed(n, t)
+                elif f.effect == "damage":
+                    self._lose_damaged(f, n, t)
 
     def _heal_drops(self, f: FaultEffect):
         """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""
@@ -66,10 +68,23 @@ class _Sim(_Replication):
                                     "partition": p})
         self.power_losses.append((t, n))
 
+    def _lose_damaged(self, f: FaultEffect, n, t):
+        """A damaged segment, index or leader-epoch-checkpoint: the replica's log of that partition is treated as
+        lost from the damaged point on. Where that point lies in time the model cannot tell, so from the start:
+        LogLoader's recovery after an unclean shutdown truncates the log at the first batch that fails its CRC
+        (LogSegment.recover), and the replica fetches the rest from the leader like any lagging follower."""
+        for p in f.damaged:
+            part = self.parts.get(p)
+            if part is not None and n in part.logs:
+                part.logs[n] = _cut(part.logs[n], -1)       # nothing kept
+                self.events.append({"t_ns": t, "event": "damage: replica log lost", "node": n, "partition": p})
+
     def tick(self, t: int):
-        self._elect_controller()
+        self._elect_controller(t)
         self._heartbeats(t)
-        if self.controller is not None:
+        if self.zk_mode:
+            self._zk_sessions(t)
+        elif self.controller is not None:
             session = self.cfg.broker_session_timeout_ms * 1_000_000
             expired = [n for n in self.nodes if not self.fenced[n] and t - self.last_hb[n] > session]
             if expired:
@@ -111,7 +126,7 @@ class _Sim(_Replication):
         The model ends an epoch at t_ns; a write acked up to applied_ns may be that epoch's lost tail."""
         end = t
         for f in self.faults:
-            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss") and f.applied_ns \
+            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss", "damage") and f.applied_ns \
                     and f.t_ns - TICK_NS <= t <= f.applied_ns + TICK_NS:
                 end = max(end, f.applied_ns)
         return end

@@ -40,8 +40,10 @@ class _State:
         self.truncs: list[Window] = []
         self.risk: list[Window] = []
         self.unavailable: list[Window] = []
+        self.zk_mode = cfg.zookeeper_mode
         self.nodes, self.parts = self._initial_state(samples, t_begin)      # the brokers
-        self.voters = sorted(cfg.controllers) or self.nodes                   # the KRaft quorum
+        # the KRaft quorum; in ZooKeeper mode the ZooKeeper node (the controller is then a broker)
+        self.voters = sorted(cfg.zookeeper if self.zk_mode else cfg.controllers) or self.nodes
         everyone = set(self.nodes) | set(self.voters)
         self.alive = {n: True for n in everyone}
         self.paused = {n: False for n in everyone}
@@ -50,7 +52,8 @@ class _State:
         self.unclean_restart = {n: False for n in self.nodes}
         self.last_hb = {n: t_begin for n in self.nodes}
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
-        self.controller: int | None = min(self.voters)
+        self.controller: int | None = self._first_controller(samples) if self.zk_mode else min(self.voters)
+        self.offline_pending: set[int] = set()      # ZooKeeper mode: expired brokers no controller handled yet
         self.power_losses: list[tuple[int, int]] = []     # (t, broker)
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
 
@@ -59,7 +62,7 @@ class _State:
         nodes = set(cfg.brokers or range(1, cfg.replication_factor + 1))
         if not cfg.brokers:
             for f in self.faults:
-                nodes |= set(f.nodes) - set(cfg.controllers)
+                nodes |= set(f.nodes) - set(cfg.controllers) - set(cfg.zookeeper)
         parts = {}
         moved = {}        # the replicas a partition had before its first reassignment (the samples show both sets)
         for f in self.faults:
@@ -89,6 +92,14 @@ class _State:
             part.epoch_reason = {0: "initial leader"}
             parts[p] = part
         return sorted(nodes), parts
+
+    def _first_controller(self, samples: pd.DataFrame) -> int:
+        """ZooKeeper mode: the controller broker the first sample saw, else the lowest broker id."""
+        if len(samples) and "controller" in samples.columns:
+            seen = samples.sort_values("t_ns")["controller"].dropna()
+            if len(seen) and int(seen.iloc[0]) in self.nodes:
+                return int(seen.iloc[0])
+        return min(self.nodes)
 
     # -- connectivity ----------------------------------------------------------------------------------------
     def up(self, n) -> bool:

@@ -87,3 +87,34 @@ def test_cluster_ids_are_kafka_uuids():
 def test_impossible_configs_are_refused_before_anything_starts(kwargs):
     with pytest.raises(UsageError):
         ClusterConfig(**kwargs).validate()
+
+
+def test_zookeeper_mode_brokers_register_in_zookeeper_and_have_no_kraft_settings():
+    from kafka_chaos.cluster.config import ZOOKEEPER_PORT, broker_properties, zookeeper_properties
+
+    c = ClusterConfig(kafka_version="2.8.2", metadata="zookeeper", zookeeper_session_timeout_ms=6000)
+    props = dict(line.split("=", 1) for line in broker_properties(c, "2.8.2", 2, "10.0.0.12", {}, "10.0.0.201")
+                 .splitlines())
+    assert props["broker.id"] == "2" and props["zookeeper.connect"] == f"10.0.0.201:{ZOOKEEPER_PORT}"
+    assert not {"process.roles", "node.id", "controller.quorum.voters", "broker.session.timeout.ms"} & set(props)
+    assert props["zookeeper.session.timeout.ms"] == "6000"
+    assert c.changed_settings()["zookeeper.session.timeout.ms"] == "6000"
+    zoo = dict(line.split("=", 1) for line in zookeeper_properties().splitlines())
+    assert zoo["clientPort"] == str(ZOOKEEPER_PORT) and int(zoo["maxSessionTimeout"]) >= 18000
+
+
+@pytest.mark.parametrize("version,asked,mode", [("2.8.2", None, "zookeeper"), ("3.9.2", None, "kraft"),
+                                                ("3.9.2", "zookeeper", "zookeeper"), ("4.4.0", None, "kraft"),
+                                                ("1.1.1", "zookeeper", "zookeeper")])
+def test_metadata_mode_is_kraft_where_the_release_has_it(version, asked, mode):
+    from kafka_chaos.cluster.config import metadata_mode
+
+    assert metadata_mode(version, asked) == mode
+
+
+@pytest.mark.parametrize("version,asked,named", [("4.0.0", "zookeeper", "removed in 4.0"),
+                                                 ("2.8.2", "kraft", "KRaft from 3.9")])
+def test_a_metadata_mode_the_release_lacks_is_refused(version, asked, named):
+    with pytest.raises(UsageError) as e:
+        ClusterConfig(kafka_version=version, metadata=asked).validate()
+    assert named in e.value.cause and "--metadata" in e.value.remedy

@@ -37,9 +37,16 @@ def test_a_malformed_version_is_refused(bad):
         distribution.parse_version(bad)
 
 
-def test_releases_before_3_9_are_refused():
-    with pytest.raises(UsageError, match="older than"):
-        distribution.resolve("3.8.1")
+def test_releases_older_than_the_oldest_line_that_runs_are_refused_naming_those_that_do():
+    with pytest.raises(UsageError, match="older than") as e:
+        distribution.resolve("0.10.2")
+    assert "openjdk-17" in e.value.cause and "1.1.1" in e.value.remedy and "2.8.2" in e.value.remedy
+
+
+def test_zookeeper_era_releases_are_listed_and_come_from_the_scala_build_they_have():
+    versions = distribution.available_versions()
+    assert {"1.1.1", "2.0.1", "2.4.1", "2.8.2", "3.9.2"} <= set(versions)
+    assert distribution.artifact("2.0.1") == "kafka_2.12" and distribution.artifact("2.4.1") == "kafka_2.13"
 
 
 def test_the_default_skips_a_release_central_could_not_serve_and_retries_it_an_hour_later(tmp_path, monkeypatch):

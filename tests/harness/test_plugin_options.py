@@ -36,7 +36,18 @@ def test_the_new_spellings_need_no_warning_and_are_the_only_ones_in_help(pyteste
     group = group[:group.index("\n\n")]
     flags = re.findall(r"^\s+(--[\w-]+)", group, re.M)
     assert flags and all(f.startswith("--chaos-") for f in flags), flags
-    assert "--chaos-broker-config" in flags and "--chaos-topic-config" in flags
+    assert "--chaos-broker-config" in flags and "--chaos-topic-config" in flags and "--chaos-metadata" in flags
+
+
+def test_chaos_metadata_takes_a_metadata_mode(pytester):
+    pytester.makepyfile("""
+def test_mode(request):
+    print("MODE", request.config.getoption("--chaos-metadata"))
+""")
+    pytester.runpytest("-p", "no:cacheprovider", "-s", "--chaos-metadata", "zookeeper").stdout.fnmatch_lines(
+        ["*MODE zookeeper*"])
+    bad = pytester.runpytest("-p", "no:cacheprovider", "--chaos-metadata", "etcd")
+    assert bad.ret != 0 and "invalid choice" in bad.stderr.str()
 
 
 MARKED = '''

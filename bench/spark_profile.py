@@ -1,0 +1,81 @@
+"""Benchmark helper (not a test): where the Spark check's time goes, job by job, from Spark's own event log.
+
+Runs the anomaly pass (checkers.anomalies.find_anomalies_spark) on one results directory in a fresh session that
+writes an event log, then prints, per job label (the description checkers.spark_collect.to_pandas gives each
+collect), the executor CPU seconds, the tasks' run time and the wall time from submission to end, plus the
+session start, the pass's wall time and the total executor CPU. CPU seconds move less with the machine's load than
+wall time does, so they are the figure to compare when the machine is not idle.
+
+    python bench/spark_profile.py /tmp/kafka-chaos-bench/bench-10000000-p12
+    python bench/spark_profile.py RUN --conf spark.shuffle.compress=false     # try a setting
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def parse_event_log(path: Path) -> tuple[dict[str, dict[str, float]], float]:
+    """{label: {cpu_s, run_s, wall_s, jobs}} and the total executor CPU seconds."""
+    job_label, stage_job, job_times = {}, {}, {}
+    rows: dict[str, dict[str, float]] = defaultdict(lambda: {"cpu_s": 0.0, "run_s": 0.0, "wall_s": 0.0, "jobs": 0})
+    total = 0.0
+    for line in path.read_text().splitlines():
+        e = json.loads(line)
+        kind = e["Event"]
+        if kind == "SparkListenerJobStart":
+            props = e.get("Properties") or {}
+            job_label[e["Job ID"]] = props.get("spark.job.description") or "(unlabelled)"
+            job_times[e["Job ID"]] = e["Submission Time"]
+            for sid in e.get("Stage IDs", []):
+                stage_job.setdefault(sid, e["Job ID"])
+        elif kind == "SparkListenerJobEnd":
+            label = job_label.get(e["Job ID"], "(unlabelled)")
+            rows[label]["wall_s"] += (e["Completion Time"] - job_times.get(e["Job ID"], e["Completion Time"])) / 1e3
+            rows[label]["jobs"] += 1
+        elif kind == "SparkListenerTaskEnd":
+            metrics = e.get("Task Metrics") or {}
+            label = job_label.get(stage_job.get(e["Stage ID"]), "(unlabelled)")
+            cpu = metrics.get("Executor CPU Time", 0) / 1e9
+            rows[label]["cpu_s"] += cpu
+            rows[label]["run_s"] += metrics.get("Executor Run Time", 0) / 1e3
+            total += cpu
+    return dict(rows), total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=Path, help="a results directory")
+    ap.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a Spark setting to try")
+    args = ap.parse_args()
+    log_dir = Path(tempfile.mkdtemp(prefix="kc-spark-profile-"))
+    os.environ["KAFKA_CHAOS_SPARK_EVENT_LOG"] = str(log_dir)
+    from kafka_chaos.checkers import spark as spark_factory
+    from kafka_chaos.checkers.anomalies import find_anomalies_spark
+
+    extra = dict(kv.partition("=")[::2] for kv in args.conf)
+    project_config = spark_factory.session_config
+    spark_factory.session_config = lambda *a, **k: project_config(*a, **k) | extra    # the settings to try
+    t0 = time.perf_counter()
+    spark = spark_factory.get_spark()
+    t1 = time.perf_counter()
+    findings = find_anomalies_spark(spark, {"run": args.run})
+    t2 = time.perf_counter()
+    spark.stop()
+    rows, total = parse_event_log(next(log_dir.iterdir()))
+    print(f"session start {t1 - t0:.1f} s, anomaly pass {t2 - t1:.1f} s, executor CPU {total:.1f} s, "
+          f"load {os.getloadavg()[0]:.1f}, instances {len(findings.instances)}")
+    print(f"{'job':<36} {'jobs':>4} {'cpu s':>7} {'task s':>7} {'wall s':>7}")
+    for label, r in sorted(rows.items(), key=lambda kv: -kv[1]["cpu_s"]):
+        print(f"{label:<36} {int(r['jobs']):>4} {r['cpu_s']:>7.1f} {r['run_s']:>7.1f} {r['wall_s']:>7.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The ISR model in ZooKeeper mode (Kafka up to 3.9) on hand-written timelines: sessions with ZooKeeper decide when a
+broker is gone, a broker is the controller, unclean election is honoured, and the release rules are named."""
+import pandas as pd
+import pytest
+
+from kafka_chaos.checkers.model import FaultEffect, ModelConfig, run_model
+from kafka_chaos.checkers.model.releases import applies, rules_used
+
+S = 1_000_000_000
+T0 = 1_000 * S
+ZK = 201
+
+
+def cfg(acks=("all",), min_isr=2, unclean=False, version="3.9.2", session_ms=18_000, **kw):
+    return ModelConfig(kafka_version=version, partitions=1, replication_factor=3, min_insync_replicas=min_isr,
+                       unclean_leader_election=unclean, elr_enabled=False, acks=acks, brokers=(1, 2, 3),
+                       broker_session_timeout_ms=session_ms, replica_lag_time_max_ms=10_000,
+                       metadata_mode="zookeeper", zookeeper=(ZK,), **kw)
+
+
+def kill(node, t, action="start"):
+    return FaultEffect(t_ns=t, action=action, effect="kill", nodes=(node,), fault="kill")
+
+
+def isolate(node, t, action="start", others=(1, 2, 3, ZK), client=True):
+    rest = [n for n in others if n != node] + (["client"] if client else [])
+    drops = [(node, o) for o in rest] + [(o, node) for o in rest]
+    return FaultEffect(t_ns=t, action=action, effect="net", nodes=(node,), fault="isolate", drops=tuple(drops))
+
+
+def leader_events(model):
+    return [e for e in model.events if e["event"] == "leader"]
+
+
+def samples(controller):
+    """One cluster sample: leader 1, full ISR, and the controller broker the sampler read."""
+    return pd.DataFrame({"t_ns": [T0], "partition": [0], "leader": [1], "isr": [[1, 2, 3]],
+                         "high_watermark": [0], "controller": [controller]})
+
+
+def test_a_killed_leader_is_replaced_only_when_its_zookeeper_session_expires():
+    model = run_model(cfg(), [kill(1, T0 + 10 * S)], samples(3), t_begin=T0, t_end=T0 + 60 * S)
+    elected = leader_events(model)
+    assert elected and elected[0]["leader"] == 2                 # first live ISR replica in assignment order
+    assert elected[0]["t_ns"] - (T0 + 10 * S) == pytest.approx(18 * S, abs=0.3 * S)   # the 18 s session
+    fenced = [e for e in model.events if e["event"] == "fenced"]
+    assert fenced[0]["node"] == 1 and "ZooKeeper session" in fenced[0]["why"]
+    window = next(w for w in model.unavailable if "no reachable leader" in w.reason)
+    assert window.end_ns - window.start_ns == pytest.approx(18 * S + 1 * S, abs=0.3 * S)
+
+
+def test_a_shorter_session_fails_over_sooner():
+    model = run_model(cfg(session_ms=6_000), [kill(1, T0 + 10 * S)], samples(3), t_begin=T0, t_end=T0 + 60 * S)
+    assert leader_events(model)[0]["t_ns"] - (T0 + 10 * S) == pytest.approx(6 * S, abs=0.3 * S)
+
+
+def test_acks_1_writes_to_a_zombie_leader_cut_from_the_cluster_are_at_risk_and_acks_all_are_not():
+    timeline = [isolate(1, T0 + 10 * S, client=False), isolate(1, T0 + 40 * S, "heal", client=False)]
+    one = run_model(cfg(acks=("1",), min_isr=1), timeline, t_begin=T0, t_end=T0 + 200 * S)
+    # the isolated leader keeps its role until the controller's LeaderAndIsr reaches it, i.e. after the heal
+    assert one.durability(0, T0 + 15 * S, "1")[0] == "at_risk"
+    assert one.predictions()["lost"] == "expected"
+    every = run_model(cfg(acks=("all",), min_isr=2), timeline, t_begin=T0, t_end=T0 + 200 * S)
+    assert all(every.durability(0, T0 + t * S, "all")[0] == "guaranteed" for t in range(200))
+
+
+def test_with_zookeeper_cut_off_nobody_is_fenced_until_it_returns_and_then_nothing_is_lost():
+    timeline = [isolate(ZK, T0 + 10 * S), isolate(ZK, T0 + 40 * S, "heal")]
+    model = run_model(cfg(acks=("all",)), timeline, t_begin=T0, t_end=T0 + 120 * S)
+    assert not leader_events(model)            # no controller can act while ZooKeeper is gone; all re-register
+    assert model.predictions()["lost"] == "never"
+
+
+def test_when_the_leader_was_the_controller_its_successor_decides_after_its_failover():
+    from kafka_chaos.checkers.model.zookeeper import ZK_CONTROLLER_FAILOVER_NS
+
+    model = run_model(cfg(), [kill(1, T0 + 10 * S)], samples(1), t_begin=T0, t_end=T0 + 120 * S)
+    # broker 1 led and was controller: its session lapses, broker 2 takes /controller and elects itself, but the
+    # brokers (and clients) act on it only once the new controller's failover is done
+    assert leader_events(model)[0]["leader"] == 2
+    window = next(w for w in model.unavailable if "no reachable leader" in w.reason)
+    assert window.end_ns - window.start_ns == pytest.approx(18 * S + ZK_CONTROLLER_FAILOVER_NS + 1 * S, abs=0.3 * S)
+
+
+def test_unclean_election_is_honoured_in_zookeeper_mode_even_before_39():
+    timeline = [kill(2, T0 + 10 * S), kill(3, T0 + 10 * S), kill(1, T0 + 80 * S), kill(2, T0 + 100 * S, "heal")]
+    model = run_model(cfg(acks=("all",), min_isr=1, unclean=True, version="2.8.2"), timeline,
+                      t_begin=T0, t_end=T0 + 200 * S)
+    assert model.config.unclean_honoured
+    assert any(e["event"] == "leader" and e["how"] == "uncleanly" for e in model.events)
+    assert model.durability(0, T0 + 60 * S, "all")[0] == "at_risk"
+
+
+def test_release_rules_by_version_and_mode():
+    assert applies("unclean_election_in_zookeeper", "2.0.1", "zookeeper")
+    assert not applies("unclean_election_in_kraft", "3.8.0", "kraft")
+    assert not applies("zookeeper_controller", "4.0.0", "zookeeper")          # ZooKeeper mode removed in 4.0
+    assert not applies("isr_change_through_controller", "2.4.1", "zookeeper")  # KIP-497 came in 2.7
+    assert applies("isr_change_through_controller", "2.8.2", "zookeeper")
+    old = {r["rule"] for r in rules_used("1.1.1", "zookeeper")}
+    assert "leader_epoch_truncation" in old and "epoch_end_offset_for_older_epochs" not in old   # KIP-279: 2.0
+    new = {r["rule"] for r in rules_used("4.1.0", "kraft")}
+    assert {"eligible_leader_replicas", "unclean_election_in_kraft"} <= new and "zookeeper_controller" not in new
+    assert cfg().as_dict()["metadata_mode"] == "zookeeper"
+    assert {r["rule"] for r in cfg().as_dict()["release_rules"]} == {r["rule"] for r in rules_used("3.9.2",
+                                                                                                   "zookeeper")}
+
+
+def test_before_27_an_isolated_leader_that_still_reaches_zookeeper_can_shrink_its_isr():
+    cut = [(1, 2), (2, 1), (1, 3), (3, 1)]                    # followers gone, ZooKeeper and the clients reachable
+    f = FaultEffect(t_ns=T0 + 10 * S, action="start", effect="net", nodes=(1,), fault="leader-cut", drops=tuple(cut))
+    old = run_model(cfg(version="2.4.1", session_ms=6_000), [f], t_begin=T0, t_end=T0 + 60 * S)
+    assert any(e["event"] == "isr" and e["isr"] == [1] for e in old.events)      # written to ZooKeeper directly
