@@ -30,9 +30,12 @@ from kafka_chaos.nemesis.schedule import _sub_seed, spec, stagger
 log = logging.getLogger(__name__)
 MIN_TAIL_S = 15.0           # each window ends fault-free for this long (at least), so its drain sees a settled cluster
 
-# Every fault class: process (kill, pause, clean stop, cascades, restarts), network (isolation, partitions, bridges,
-# one-way, loss, client cuts). `latency` is left out: it needs netem in the broker image, which not every host has.
+# Every fault class that runs on the default chaos cluster: process (kill, pause, clean stop, cascades, restarts),
+# CPU starvation (slow), network (isolation, partitions, bridges, one-way, loss, client cuts). Left out: `latency`
+# (needs netem in the broker image), the storage faults (power loss, disk full, damage: they need the cluster's
+# --power-loss-fs layer or wreck a log dir on purpose) and `partition-reassign` (needs more brokers than replicas).
 SOAK_FAULTS = (
+    spec("slow"), spec("follower-slow", topic=TOPIC),
     spec("leader-kill", topic=TOPIC), spec("follower-kill", topic=TOPIC), spec("leader-pause", topic=TOPIC),
     spec("leader-stop", topic=TOPIC), spec("controller-kill"), spec("minority-kill"), spec("all-kill"),
     spec("cascade-kill", topic=TOPIC, interval_s=6.0), spec("rolling-restart"),

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.cluster]
 def test_a_schedule_file_is_played_and_recorded(chaos_run, tmp_path):
     steps = [Step(4.0, spec("follower-kill", topic="chaos"), 9.0, 77)]
     plan = schedule_data.write(tmp_path / "plan.json", steps, "leader-kill", 21, 15)
-    result = chaos_run(None, schedule_file=plan, seed=21, acks="all", min_isr=2, engine="pandas")
+    result = chaos_run("leader-kill", schedule_file=plan, seed=21, acks="all", min_isr=2, engine="pandas")
     run_dir = result.run_dir
     assert result.verdict is not None and result.exit_code == 0
     assert list(schedule_data.read(run_dir / "schedule.json").steps) == steps

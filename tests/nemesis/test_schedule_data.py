@@ -74,3 +74,15 @@ def test_run_schedule_replaces_the_scenarios_plan(tmp_path):
     assert f"--schedule {f}" in opts.command()
     with pytest.raises(UsageError, match="names no scenario"):
         RunOptions(scenario=None, schedule_file=schedule_data.write(tmp_path / "p2.json", [])).resolved()
+
+
+def test_run_refuses_a_bad_schedule_before_any_container(tmp_path, capsys):
+    from kafka_chaos.harness.cli import main
+
+    assert main(["run", "--schedule", str(tmp_path / "nope.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text(json.dumps({"steps": [{"at_s": 1, "fault": "nuke", "heal_after_s": 2}]}))
+    assert main(["run", "leader-kill", "--schedule", str(tmp_path / "bad.json")]) == 2
+    assert "step 1: unknown fault 'nuke'" in capsys.readouterr().err
+    assert main(["run"]) == 2
+    assert "needs a SCENARIO or a --schedule FILE" in capsys.readouterr().err
