@@ -7,7 +7,7 @@ shape of checkers.instances, so they compare row for row with the pandas referen
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -39,18 +39,18 @@ __all__ = ["Findings", "find_anomalies_spark"]
 
 
 def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
-                         breach_windows: dict[str, list[tuple[int, int, int]]] | None = None) -> Findings:
+                         breach_windows: dict[str, list[tuple[int, int, int]]] | Future | None = None) -> Findings:
     """Every anomaly instance of every run in `runs` ({run_id: results dir}) in one Spark session.
 
     breach_windows: per run, (partition, start_ns, end_ns) windows in which the ISR model is certain the ISR was
-    below min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances.
+    below min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances. May be a
+    Future of them (the model still running): only that job waits for it.
     """
     run_ids = list(runs)
     sends = load(spark, runs, "sends.parquet", SEND_COLUMNS)
     reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
-    rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
-    windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in (breach_windows or {}).items()
-               for p, a, b in ws if r in run_ids]
+    n_sends = row_count(runs, "sends.parquet")
+    rows = n_sends + row_count(runs, "reads.parquet")
 
     # Independent queries run concurrently, the per-value pass submitted first: Spark schedules jobs in the order
     # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
@@ -61,24 +61,23 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
         read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         doubles = pool.submit(lambda: divergent.double_acked(
-            sends, divergent.runs_without_positions(send_summary.result())))
-        ack_b = pool.submit(to_pandas, q.ack_buckets(sends, BUCKET_NS), "ack buckets")
-        pending_b = pool.submit(to_pandas, q.pending_buckets(sends, BUCKET_NS, NEVER), "pending buckets")
+            sends, divergent.runs_without_positions(send_summary.result()),
+            shuffle_partitions(spark, n_sends, ROWS_PER_SHUFFLE_PARTITION)))
+        buckets = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
-        breaches = pool.submit(to_pandas, q.breaching_sends(
-            sends, q.small_frame(spark, windows, "run int, partition int, start long, end long")),
-            "min ISR breaches") if windows else None
+        breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
         found = hub_rows.result()
         per_value, amb_positions = divergent.decide_ambiguous(spark, sends, reads, found)
         unplaced = divergent.runs_without_positions(send_summary.result())
         diverged = pool.submit(divergent.divergent_rows, spark, reads,
                                divergent.candidates(found, amb_positions, doubles.result(), unplaced), unplaced)
-        breached = breaches.result() if breaches is not None else pd.DataFrame({"run": [], "op_id": []})
+        breached = breaches.result()
         details = _send_details(spark, sends, per_value, breached)
         found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
                  poll_skips.result()]
         send_summary, read_summary = send_summary.result(), read_summary.result()
-        ack_b, pending_b = ack_b.result(), pending_b.result()
+        buckets = buckets.result()
+        ack_b, pending_b = (buckets[buckets["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
@@ -87,6 +86,17 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     return Findings(instances=found, counts=counts, ack_buckets=_with_run_id(ack_b, run_ids),
                     pending_buckets=_with_run_id(pending_b, run_ids), final_reads=final_reads, acks=acks,
                     idempotent=idempotent)
+
+
+def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach_windows) -> pd.DataFrame:
+    """(run, op_id) of the min_isr_breach sends, once the model's windows are known."""
+    by_run = breach_windows.result() if isinstance(breach_windows, Future) else breach_windows or {}
+    windows = [(run_ids.index(r), int(p), int(a), int(b)) for r, ws in by_run.items() for p, a, b in ws
+               if r in run_ids]
+    if not windows:
+        return pd.DataFrame({"run": [], "op_id": []})
+    frame = q.small_frame(spark, windows, "run int, partition int, start long, end long")
+    return to_pandas(q.breaching_sends(sends, frame), "min ISR breaches")
 
 
 def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame,

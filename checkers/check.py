@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.checkers import availability, reference
+from kafka_chaos.checkers import availability, clients, groups, reference, txns
 from kafka_chaos.checkers.client import message_timeouts
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
@@ -152,14 +152,20 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         ready[meta.run_id] = (run_dir, meta, present)
 
     if ready:
-        # The model first: it needs only meta, faults and cluster samples, and its certain under-min-ISR windows
-        # are an input of the anomaly pass (min_isr_breach). Spark's JVM starts meanwhile (seconds either way).
-        with ThreadPoolExecutor(max_workers=1) as starter:
-            session = starter.submit(_session, engine, spark_master)
-            models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
-            windows = {run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()}
-            checker = {"engine": engine}
-            findings = _find(ready, engine, session.result(), windows, checker)
+        # Three things at once: Spark's JVM starts and runs the anomaly pass, while this thread replays the model
+        # (meta, faults and cluster samples only) and compares it with what the cluster showed. The pass needs the
+        # model's certain under-min-ISR windows only for its min_isr_breach job, which waits for them.
+        checker, windows = {"engine": engine}, Future()
+        with ThreadPoolExecutor(max_workers=1) as side:
+            finding = side.submit(_find, ready, engine, spark_master, windows, checker)
+            try:
+                models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
+                windows.set_result({run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()})
+                seen = {run_id: observed.model_disagreements(m, samples) for run_id, (m, samples) in models.items()}
+            except BaseException as e:
+                windows.set_exception(e)
+                raise
+            findings = finding.result()
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
             # the predictions speak of the acks and idempotence the sends actually used
@@ -167,7 +173,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
                                                  findings.idempotent.get(run_id, ()))
             found = findings.for_run(run_id)
             timeouts = message_timeouts(sends_path(run_dir)) if _idempotent_out_of_order(found.instances) else {}
-            verdict, judged = judge_run(meta, model, samples, found, settings, timeouts)
+            verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
             verdict["checker"] = checker
             _write(run_dir, verdict, judged)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
@@ -177,8 +183,10 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
 
 
 def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, settings: CheckSettings,
-              client_timeouts: dict | None = None):
-    """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings)."""
+              client_timeouts: dict | None = None, run_dir: Path | None = None,
+              disagreements: list[dict] | None = None):
+    """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings).
+    disagreements: observed.model_disagreements(model, samples), if already computed."""
     complete = completeness(meta, found.final_reads, found.acked_partitions)
     acks = set(model.config.acks)
     predicted = [(w.start_ns, w.end_ns, w.partition) for w in model.unavailable if acks & set(w.acks)]
@@ -188,11 +196,38 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     available = availability.summary(stalls, meta.partitions, span, settings.stall_threshold_s,
                                      settings.max_stall_s)
 
-    disagreements = observed.model_disagreements(model, samples)
+    if disagreements is None:
+        disagreements = observed.model_disagreements(model, samples)
     losses = observed.unpredicted_losses(disagreements)
     judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_timeouts)
+    if run_dir is not None:
+        judged = _with_workload_kinds(Path(run_dir), judged, meta, model, complete)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
+    if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
+                                                                  settings.stall_threshold_s)):
+        verdict["clients"] = per_client
     return verdict, judged
+
+
+def _with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, model, complete) -> pd.DataFrame:
+    """The judged rows plus the consumer-group (checkers/groups.py) and transaction (checkers/txns.py) kinds, for
+    runs whose history has group.parquet or txns.parquet."""
+    group, txn_rows = groups.read_group(run_dir), txns.read_txns(run_dir)
+    if group is None and txn_rows is None:
+        return judged
+    reads = pd.read_parquet(run_dir / "history/reads.parquet",
+                            columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
+    extra = []
+    if group is not None:
+        extra.append(groups.find(group, reads, model))
+    if txn_rows is not None:
+        final = set(reads.loc[reads["phase"] == "final", "value"])
+        extra.append(txns.find(txn_rows, final, meta.partitions, complete.incomplete, model))
+    parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
+    if not parts:
+        return judged
+    columns = list(dict.fromkeys([c for f in [judged, *extra] for c in f.columns]))
+    return pd.concat(parts, ignore_index=True).reindex(columns=columns)
 
 
 def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
@@ -203,22 +238,16 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
     return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
-def _session(engine: str, spark_master: str | None):
-    """This process's Spark session for the spark engine (started on first use), else None."""
-    if engine != "spark":
-        return None
-    from kafka_chaos.checkers.spark import get_spark
-    return get_spark(spark_master)
-
-
-def _find(ready: dict, engine: str, spark, windows: dict, checker: dict):
+def _find(ready: dict, engine: str, spark_master: str | None, windows: Future, checker: dict):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from kafka_chaos.checkers.anomalies import find_anomalies_spark
+        from kafka_chaos.checkers.spark import get_spark
+        spark = get_spark(spark_master)
         checker |= spark_identity(spark)
         return find_anomalies_spark(spark, runs, windows)
     if engine == "pandas":
-        return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()}, windows)
+        return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()}, windows.result())
     raise UsageError(f"unknown engine {engine!r}", "use spark or pandas")
 
 

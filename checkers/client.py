@@ -17,7 +17,12 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE")
+# librdkafka's error names, and the Java client's (workloads/java: the exception's class name). Kafka's Java
+# producer, idempotent and not transactional, also bumps the epoch after a batch expired (delivery.timeout.ms)
+# unacknowledged: TransactionManager.markSequenceUnresolved, then maybeResolveSequences ->
+# requestEpochBumpForPartition (apache/kafka, clients/.../producer/internals/TransactionManager.java). It bumps for
+# that partition only; judged here per producer like librdkafka's, which is lenient for the Java client.
+TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "TimeoutException")
 
 
 def message_timeouts(sends_file: Path | str) -> dict[str, np.ndarray]:
@@ -38,6 +43,7 @@ def epoch_bump_between(timeouts: dict[str, np.ndarray], producer, t0, t1) -> str
     if hi <= lo:
         return None
     return (f"the client: {hi - lo} of producer {producer}'s messages timed out while this write was pending, and "
-            f"librdkafka then bumps the producer epoch for every partition, sending retries that may already be "
+            f"the client then bumps the producer epoch (librdkafka for every partition, the Java client for the "
+            f"partition that timed out), sending retries that may already be "
             f"in the log again under the new epoch (librdkafka INTRODUCTION.md, message timeouts; "
             f"confluentinc/librdkafka#4953)")

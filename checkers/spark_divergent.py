@@ -56,9 +56,9 @@ def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:
     return {int(r) for r in ok0["run"]}
 
 
-def double_acked(sends: DataFrame, unplaced: set[int]) -> pd.DataFrame:
+def double_acked(sends: DataFrame, unplaced: set[int], partitions: int) -> pd.DataFrame:
     placed = sends if not unplaced else sends.where(~F.col("run").isin(*sorted(unplaced)))
-    return to_pandas(hub.double_acked(placed), "double acks")
+    return to_pandas(hub.double_acked(placed, partitions), "double acks")
 
 
 def candidates(found: pd.DataFrame, amb_positions: pd.DataFrame, doubles: pd.DataFrame,

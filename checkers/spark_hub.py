@@ -96,11 +96,14 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
 
 
-def double_acked(sends: DataFrame) -> DataFrame:
+def double_acked(sends: DataFrame, partitions: int) -> DataFrame:
     """(run, partition, offset) at which two or more sends were acked: the one way two values can both sit where
     they were acked, be read there, and so make a divergent position no stray read points to."""
-    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0))
-    return placed.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
+    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0)).select("run", "partition", "offset")
+    # Almost every position is acked once: a map-side partial count would only copy every row into a hash map
+    # first. Partitioned by the key up front, Spark counts in one pass after the exchange.
+    keyed = placed.repartition(partitions, "run", "partition", "offset")
+    return keyed.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
 
 
 def position_extremes(reads: DataFrame) -> DataFrame:

@@ -49,23 +49,25 @@ def reads_summary(reads: DataFrame) -> DataFrame:
     return reads.groupBy("run", "phase", "partition").count()
 
 
-def ack_buckets(sends: DataFrame, bucket_ns: int) -> DataFrame:
-    """(run, partition, first, last): ack times of acks=1/all ok sends per bucket, merged into islands of acks no
-    more than a bucket apart (checkers.availability)."""
-    ok = sends.where((F.col("outcome") == "ok") & F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
-    buckets = ok.groupBy("run", "partition", F.expr(f"t_complete_ns div {bucket_ns}").alias("b")) \
-        .agg(F.min("t_complete_ns").alias("first"), F.max("t_complete_ns").alias("last")).drop("b")
-    return islands(buckets, bucket_ns)
+def availability_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
+    """(run, partition, pending, first, last) in one scan of the sends: for pending = 0, the ack times of acks=1/all ok
+    sends per bucket of completion time; for pending = 1, the first invoke and last completion (`never` if one
+    never completed) of the acks=1/all sends invoked in each bucket. Each merged into islands (checkers.availability):
+    acks no more than a bucket apart, pending spans that overlap or lie a bucket apart.
 
-
-def pending_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
-    """(run, partition, first, last): first invoke and last completion (`never` if one never completed) of the
-    acks=1/all sends invoked in each bucket, merged into islands that overlap or lie a bucket apart."""
-    acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
-    buckets = acked.groupBy("run", "partition", F.expr(f"t_invoke_ns div {bucket_ns}").alias("b")) \
-        .agg(F.min("t_invoke_ns").alias("first"),
-             F.max(F.coalesce(F.col("t_complete_ns"), F.lit(never))).alias("last")).drop("b")
-    return islands(buckets, bucket_ns)
+    Each send stands in both tables, so it is read once and aggregated twice (a two-row explode) rather than
+    scanned and shuffled by two queries."""
+    acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull()) \
+        .select("run", "partition", "t_invoke_ns", "t_complete_ns", (F.col("outcome") == "ok").alias("ok"),
+                F.explode(F.array(F.lit(0), F.lit(1))).alias("pending"))
+    rows = acked.where((F.col("pending") == 1) | F.col("ok"))
+    is_pending = F.col("pending") == 1
+    first = F.when(is_pending, F.col("t_invoke_ns")).otherwise(F.col("t_complete_ns"))
+    last = F.when(is_pending, F.coalesce(F.col("t_complete_ns"), F.lit(never))).otherwise(F.col("t_complete_ns"))
+    buckets = rows.groupBy("run", "partition", "pending", F.expr(f"(CASE WHEN pending = 1 THEN t_invoke_ns ELSE "
+                                                                 f"t_complete_ns END) div {bucket_ns}").alias("b")) \
+        .agg(F.min(first).alias("first"), F.max(last).alias("last")).drop("b")
+    return islands(buckets, bucket_ns, keys=("run", "partition", "pending"))
 
 
 def islands(spans: DataFrame, gap_ns: int, keys: tuple[str, ...] = ("run", "partition")) -> DataFrame:
@@ -207,11 +209,14 @@ def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
 def poll_gaps(reads: DataFrame) -> DataFrame:
     """Steps a -> b > a + 1 of a live consumer through a partition: (run, consumer, partition, seq of b, a, b)."""
     live = reads.where(F.col("phase") == "live") \
-        .select("run", F.xxhash64("run", "consumer", "partition").alias("stream"), "consumer", "partition", "seq",
-                "offset")
+        .withColumn("stream", F.xxhash64("run", "consumer", "partition"))
     steps = Window.partitionBy("stream").orderBy("seq")     # one integer sort key first, as in nonmonotonic_sends
-    return live.withColumn("from_offset", F.lag("offset").over(steps)) \
-        .where(F.col("offset") > F.col("from_offset") + 1).drop("stream")
+    # Only numbers go through the exchange and the sort; the few steps that jump get their consumer back after
+    # (when none jumps, adaptive execution drops that join).
+    jumps = live.select("run", "stream", "partition", "seq", "offset") \
+        .withColumn("from_offset", F.lag("offset").over(steps)) \
+        .where(F.col("offset") > F.col("from_offset") + 1)
+    return live.select("run", "stream", "seq", "consumer").join(jumps, ["run", "stream", "seq"]).drop("stream")
 
 
 def gaps_with_reads_between(reads: DataFrame, gaps: DataFrame) -> DataFrame:

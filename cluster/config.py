@@ -48,6 +48,7 @@ class ClusterConfig:
     heap_opts: str = "-Xms256m -Xmx768m"
     subnet: str | None = None                   # None: the first free /24 in 172.29.0.0/16
     image: str | None = None                    # None: build kafka-chaos-broker locally
+    power_loss_fs: bool = False                 # brokers' log dirs on lazyfs (cluster/powerfs.py): power loss
     extra_settings: dict[str, str] = field(default_factory=dict)   # --broker-config settings without a field here
     topic_settings: dict[str, str] = field(default_factory=dict)   # `cluster up --topic-config`: every run's topic
 

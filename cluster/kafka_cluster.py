@@ -23,7 +23,7 @@ from kafka_chaos.base.errors import EnvironmentProblem, UsageError
 from kafka_chaos.base.paths import DOCKER_CONTEXT
 from kafka_chaos.base.waiting import WaitTimeout, wait_until
 from kafka_chaos.cluster import config as cfg
-from kafka_chaos.cluster import distribution, image
+from kafka_chaos.cluster import distribution, image, powerfs
 from kafka_chaos.cluster.config import ClusterConfig
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
@@ -128,6 +128,8 @@ class KafkaCluster(ClusterMetadata):
 
         sweep_orphans(self.client)
         self._check_name_free()
+        if self.config.power_loss_fs:
+            powerfs.check_host()
         if self.config.image:
             self.image = image.use_external_image(self.client, self.config.image)
             if not self.version:
@@ -243,14 +245,32 @@ class KafkaCluster(ClusterMetadata):
                                        else "-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties")
         for role, node_id, props in specs:
             name, ip = self._container_name(role, node_id), self._ip(role, node_id)
+            volumes = self._power_loss_volumes(node_id) if role == "broker" else {}
             self.client.containers.run(
                 self.image, name=name, hostname=name, detach=True,
                 labels=self.labels() | {"kafka-chaos.node-id": str(node_id), "kafka-chaos.role": role},
                 cap_add=["NET_ADMIN"], network=self.network_name,
                 networking_config={self.network_name: self.client.api.create_endpoint_config(ipv4_address=ip)},
-                environment=env | {"KAFKA_PROPERTIES": props, "NODE_ROLE": role}, mem_limit="2g", **extra,
+                environment=env | {"KAFKA_PROPERTIES": props, "NODE_ROLE": role}, mem_limit="2g", volumes=volumes,
+                **extra,
             )
             self.nodes.append(Node(node_id, role, name, ip, self.client))
+
+    def _power_loss_volumes(self, node_id: int) -> dict:
+        """With the power-loss layer: the broker's log dir is its lazyfs mount, made on the host and bound in."""
+        if not self.config.power_loss_fs:
+            return {}
+        powerfs.prepare_run(self.run_id, 0 if self.persistent else os.getpid())
+        mnt = powerfs.PowerFS(self.run_id, node_id).mount().mnt
+        return {str(mnt): {"bind": powerfs.DATA_DIR, "mode": "rw"}}
+
+    def power_layer(self, node_id: int) -> powerfs.PowerFS:
+        """The lazyfs mount under broker `node_id`'s log dir; UsageError if the cluster was started without one."""
+        node = self.node(node_id)
+        if not self.config.power_loss_fs or node.role != "broker":
+            raise UsageError(f"{node} has no power-loss layer (cluster {self.config.name} was started without it)",
+                             "start the cluster with --power-loss-fs (a power-loss scenario does so itself)")
+        return powerfs.PowerFS(self.run_id, node_id)
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Every broker registered with the controller and answering clients."""
@@ -275,6 +295,7 @@ class KafkaCluster(ClusterMetadata):
             self.save_logs(logs_to)
         self._admin = None
         remove_labelled(f"{LABEL_RUN}={self.run_id}")
+        powerfs.remove_run(self.run_id)
         if self._reaper:
             self._reaper.release()
             self._reaper = None
@@ -327,9 +348,13 @@ def sweep_orphans(client: docker.DockerClient) -> int:
     for run in runs:
         log.info("removing leftovers of run %s (its process is gone)", run)
         remove_labelled(f"{LABEL_RUN}={run}")
+        powerfs.remove_run(run)
+    powerfs.sweep_orphans()
     return len(runs)
 
 
 def remove_all() -> int:
-    """Remove every container and network kafka-chaos made on this engine."""
-    return remove_labelled(f"{LABEL}=1")
+    """Remove every container and network kafka-chaos made on this engine, and every lazyfs mount it made."""
+    n = remove_labelled(f"{LABEL}=1")
+    powerfs.remove_all()
+    return n

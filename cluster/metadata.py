@@ -31,12 +31,19 @@ class ClusterMetadata:
         return self._admin
 
     def create_topic(self, topic: str, partitions: int = 3, replication_factor: int = 3,
-                     configs: dict[str, str] | None = None, timeout: float = 30) -> None:
+                     configs: dict[str, str] | None = None, timeout: float = 30,
+                     replica_assignment: list[list[int]] | None = None) -> None:
+        """`replica_assignment`: each partition's replicas, preferred leader first (default: Kafka places them)."""
         from confluent_kafka.admin import NewTopic
 
+        def new_topic():
+            if replica_assignment:
+                return NewTopic(topic, len(replica_assignment),       # and no replication factor: Kafka's rule
+                                replica_assignment=[list(r) for r in replica_assignment], config=configs or {})
+            return NewTopic(topic, partitions, replication_factor, config=configs or {})
+
         def create() -> bool:     # retried: brokers forward to the controller, which may just have failed over
-            fut = self.admin().create_topics([NewTopic(topic, partitions, replication_factor, config=configs or {})],
-                                             request_timeout=10)[topic]
+            fut = self.admin().create_topics([new_topic()], request_timeout=10)[topic]
             try:
                 fut.result(timeout=15)
             except Exception as e:

@@ -1,4 +1,4 @@
-"""A watchdog that removes a run's containers and network if the harness dies without cleaning up.
+"""A watchdog that removes a run's containers, network and lazyfs mounts if the harness dies without cleaning up.
 
 The harness starts it with a pipe on stdin and keeps the write end. When the harness exits in any way, even
 kill -9, the pipe closes; unless the harness said `release` first, the reaper removes everything carrying the
@@ -65,6 +65,10 @@ def main() -> None:
             released = True
     if not released:
         remove_labelled(label)
+        if label.startswith(f"{LABEL_RUN}="):
+            from kafka_chaos.cluster import powerfs
+
+            powerfs.remove_run(label.split("=", 1)[1])     # the brokers' lazyfs mounts, after their containers
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ HarnessError (bad input, broken environment) prints its cause and remedy and exi
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import signal
 import sys
@@ -15,21 +16,20 @@ import traceback
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError
-from kafka_chaos.checkers import cli as checkers_cli
-from kafka_chaos.harness import commands as harness_commands
-from kafka_chaos.harness import run_cli
-from kafka_chaos.history import cli as history_cli
-from kafka_chaos.nemesis import cli as nemesis_cli
-from kafka_chaos.report import cli as report_cli
 
-# The modules that add subcommands, in the order they appear in --help.
+# The modules that add subcommands, in the order they appear in --help. Imported when the parser is built, not
+# when this module is: the workload's processes start by spawn, which re-imports the main module (the
+# `kafka-chaos` script, hence this one) in every child, and pandas, pyarrow and the rest cost a second or more each.
 COMMAND_MODULES = (
-    harness_commands,      # setup, cluster up|status|down
-    nemesis_cli,           # nemesis FAULT | heal | list
-    history_cli,           # history repair
-    checkers_cli,          # check
-    report_cli,            # report
-    run_cli,               # run, scenarios
+    "kafka_chaos.harness.commands",      # setup, cluster up|status|down
+    "kafka_chaos.nemesis.cli",           # nemesis FAULT | heal | list
+    "kafka_chaos.history.cli",           # history repair
+    "kafka_chaos.checkers.cli",          # check
+    "kafka_chaos.report.cli",            # report
+    "kafka_chaos.harness.run_cli",       # run, scenarios
+    "kafka_chaos.harness.replay",        # replay
+    "kafka_chaos.harness.shrink",        # shrink
+    "kafka_chaos.harness.soak",          # soak
 )
 
 
@@ -43,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kafka-chaos {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in COMMAND_MODULES:
-        module.register(sub)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     _everywhere(sub)
     return parser
 

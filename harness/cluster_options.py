@@ -22,6 +22,7 @@ _FIELDS = {
     "metadata": ("metadata", "--metadata"),
     "replica_lag_ms": ("replica_lag_time_max_ms", "--replica-lag-ms"),
     "session_timeout_ms": ("broker_session_timeout_ms", "--session-timeout-ms"),
+    "power_loss_fs": ("power_loss_fs", "--power-loss-fs"),
 }
 
 
@@ -47,6 +48,11 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
     p.add_argument("--session-timeout-ms", type=int,
                    help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms}); in ZooKeeper mode "
                         "zookeeper.session.timeout.ms (Kafka's default 18000 from 2.5)")
+    p.add_argument("--power-loss-fs", action=argparse.BooleanOptionalAction, default=None,
+                   help="each broker's log dir on a FUSE layer that keeps unsynced writes apart, so a power loss "
+                        "drops them (a power-loss scenario turns it on itself)")
+    p.add_argument("--flush-every-write", action="store_true", default=None,
+                   help="log.flush.interval.messages=1: Kafka fsyncs every write before acknowledging it")
     p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                    help="any broker setting, on every node (repeatable), e.g. log.flush.interval.messages=1")
     p.add_argument("--topic-config", action="append", metavar="KEY=VALUE",
@@ -76,11 +82,13 @@ class ClusterChoice:
     metadata: str | None = None
     replica_lag_ms: int | None = None
     session_timeout_ms: int | None = None
+    power_loss_fs: bool | None = None
+    flush_every_write: bool | None = None
     broker_config: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ClusterChoice":
-        return cls(**{a: getattr(args, a) for a in _FIELDS},
+        return cls(**{a: getattr(args, a) for a in _FIELDS}, flush_every_write=getattr(args, "flush_every_write", None),
                    broker_config=parse_settings(args.broker_config, "--broker-config"))
 
     def _given(self) -> dict[str, tuple[str, object, str]]:
@@ -90,6 +98,8 @@ class ClusterChoice:
             v = getattr(self, attr)
             if v is not None:
                 out[name] = (attr, v, (flag if v else f"--no-{flag[2:]}") if isinstance(v, bool) else f"{flag} {v}")
+        if self.flush_every_write:
+            out["log_flush_interval_messages"] = ("flush_every_write", 1, "--flush-every-write")
         return out
 
     def apply(self, base: ClusterConfig, explicit: dict[str, tuple[object, str]] | None = None) -> ClusterConfig:

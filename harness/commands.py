@@ -68,6 +68,9 @@ def _cmd_setup(args) -> int:
             print(f"base={base}\nbroker={broker}")
             return 0
         print(f"Kafka {dist.version} ({mode} metadata): {len(dist.jar_names())} jars in {dist.libs}")
+        from kafka_chaos.workloads.java_client import build
+
+        print(f"Java client: kafka-clients {dist.version} compiled in {build(dist.version).classpath.split(':')[0]}")
         print(f"image: {image.ensure_broker_image(client, dist, request)}")
     return 0
 

@@ -131,8 +131,8 @@ def render(snap: Snapshot, bar: Progress) -> Group:
 
 
 class LiveDisplay:
-    def __init__(self, enabled: bool, out=None):
-        self.enabled = enabled
+    def __init__(self, enabled: bool, out=None, banner: str | None = None):
+        self.enabled, self.banner = enabled, banner          # banner: a line above the run (a soak's verdict)
         self.console = Console(file=out or sys.stdout) if enabled else None
         self._phase = "start"
         self._marks: list[tuple[str, float]] = [("start", time.monotonic())]
@@ -161,7 +161,8 @@ class LiveDisplay:
         if not self.enabled:
             while (left := duration_s - (time.monotonic() - observer.start)) > 0:
                 time.sleep(min(PLAIN_INTERVAL_S, left))
-                log.info("%s", plain_line(self._phase, observer.snapshot()))
+                log.info("%s%s", plain_line(self._phase, observer.snapshot()),
+                         f"  [{self.banner}]" if self.banner else "")
             return
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(), LeftColumn(),
                        console=self.console)
@@ -170,10 +171,13 @@ class LiveDisplay:
             while (elapsed := time.monotonic() - observer.start) < duration_s:
                 snap = observer.snapshot()
                 bar.update(task, completed=min(time.monotonic() - observer.start, duration_s))
-                live.update(render(snap, bar))
+                live.update(self._with_banner(render(snap, bar)))
                 time.sleep(max(0.0, min(LIVE_INTERVAL_S, duration_s - elapsed)))
             bar.update(task, completed=duration_s)
-            live.update(render(observer.snapshot(), bar))
+            live.update(self._with_banner(render(observer.snapshot(), bar)))
+
+    def _with_banner(self, body: Group) -> Group:
+        return Group(Text(self.banner, style="bold cyan"), body) if self.banner else body
 
     def done(self) -> None:
         """Marks the end (nothing is left drawn between runs)."""

@@ -2,6 +2,7 @@
 
 Options, all `--chaos-*` and named as `kafka-chaos run` names them: --chaos-kafka-version, --chaos-results,
 --chaos-keep-cluster, --chaos-broker-config, --chaos-topic-config, --chaos-duration, --chaos-seed, --chaos-suite,
+--chaos-client (librdkafka, java or both: the client library of every chaos_run),
 --chaos-shard (the old --kafka-version, --results-dir and --keep-cluster still work, hidden, with a warning).
 Fixtures: `chaos_cluster` (one cluster per session, reset between tests: faults healed, topics deleted),
 `nemesis` (faults against it, healed after the test), `chaos_run` (a whole scenario run on it, its verdict and
@@ -42,6 +43,8 @@ def pytest_addoption(parser):
     for new, old in RENAMED.items():
         flag = {"action": "store_const", "const": True} if new == "--chaos-keep-cluster" else {}
         group.addoption(old, dest=_old_dest(old), default=None, help=argparse.SUPPRESS, **flag)
+    group.addoption("--chaos-client", choices=("librdkafka", "java", "both"), default=None,
+                    help="the client library of chaos_run's workload (default: each test's, else librdkafka)")
     group.addoption("--chaos-shard", metavar="K/N", type=_shard, default=None,
                     help="run only the K-th of N deterministic shards of the chaos tests (e.g. 3/14; CI's job matrix)")
     group.addoption("--chaos-suite", choices=("quick", "full"), default=QUICK,
@@ -180,13 +183,17 @@ def chaos_run(request, chaos_cluster):
 
     def _run(scenario: str, **kwargs):
         kwargs.setdefault("topic_config", dict(cfg.stash[_SETTINGS][1]))
+        if cfg.getoption("--chaos-client") is not None:
+            kwargs["client"] = cfg.getoption("--chaos-client")
         opts = RunOptions(scenario=scenario, results=results, kafka_version=chaos_cluster.version, live=False,
                           **kwargs)
         if cfg.getoption("--chaos-duration") is not None:
             opts.duration_s = cfg.getoption("--chaos-duration")
         if cfg.getoption("--chaos-seed") is not None:
             opts.seed = cfg.getoption("--chaos-seed")
-        result = run(opts, cluster=chaos_cluster)
+        from kafka_chaos.harness.scenarios import scenario as _scenario
+        own = _scenario(scenario).cluster_overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs
+        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss run makes its own cluster
         made.append(result)
         _attach(request.node, result)
         return result

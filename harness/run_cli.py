@@ -17,7 +17,11 @@ def register(sub) -> None:
                        description="Exit 0 when the run is valid, 1 on a violation (something the ISR model says "
                                    "cannot happen), 2 on bad input or a broken environment. The cluster options are "
                                    "`cluster up`'s, with a chaos run's faster fault detection as defaults.")
-    p.add_argument("scenario", metavar="SCENARIO", help="see `kafka-chaos scenarios`")
+    p.add_argument("scenario", metavar="SCENARIO", nargs="?",
+                   help="see `kafka-chaos scenarios` (may be left out with --schedule: the file's scenario)")
+    p.add_argument("--schedule", type=Path, metavar="FILE",
+                   help="play this fault schedule (JSON, as every run writes to schedule.json) instead of the "
+                        "scenario's; the scenario still gives the topic's shape")
     p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
     p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
                    help="enable.idempotence (default: on for acks=all)")
@@ -32,6 +36,20 @@ def register(sub) -> None:
                    help="use the running cluster (`kafka-chaos cluster up`), or start one that stays up")
     p.add_argument("--keep-cluster", action="store_true", help="leave the run's cluster up at the end")
     p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
+    p.add_argument("--client", choices=("librdkafka", "java", "both"), default="librdkafka",
+                   help="the client library that writes and reads live: librdkafka (confluent-kafka), java (Kafka's "
+                        "own kafka-clients of the release), or both side by side with the same profile")
+    p.add_argument("--consumer-mode", choices=("assign", "subscribe"), default="assign",
+                   help="live consumers: assign (each reads every partition, no commits) or subscribe (one consumer "
+                        "group that commits offsets and rebalances while the faults run)")
+    p.add_argument("--commit", choices=("auto", "manual"), default="manual",
+                   help="subscribe mode's offset commits: auto (librdkafka's auto commit) or manual (after each "
+                        "journal flush and on revocation; default)")
+    p.add_argument("--consumers", type=int, default=None,
+                   help="live consumers per client (default: 1; 3 in subscribe mode, so the group rebalances)")
+    p.add_argument("--transactions", action="store_true",
+                   help="a transactional producer (librdkafka, transactional.id): transactions over every partition, "
+                        "every 4th aborted on purpose; read_committed consumers must never see an aborted one")
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
     add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s
     from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
@@ -47,20 +65,32 @@ def _cmd_scenarios(args) -> int:
     return 0
 
 
-def _cmd_run(args) -> int:
+def options_from_args(args):
+    """RunOptions from `run`'s parsed arguments (also how replay rebuilds a run from its recorded command)."""
+    from kafka_chaos.base.errors import UsageError
     from kafka_chaos.cluster.settings import parse_settings
-    from kafka_chaos.harness.runner import RunOptions, run, summary_lines
+    from kafka_chaos.harness.run_options import RunOptions
 
-    opts = RunOptions(
+    if not args.scenario and not args.schedule:
+        raise UsageError("run needs a SCENARIO or a --schedule FILE", "see `kafka-chaos scenarios`")
+    return RunOptions(
         scenario=args.scenario, acks=args.acks, min_isr=args.min_isr, idempotence=args.idempotence,
         unclean=args.unclean, kafka_version=args.kafka_version, duration_s=args.duration,
         rate=args.rate or None, seed=args.seed, results=args.results, reuse_cluster=args.reuse_cluster,
         cluster_name=args.name, keep_cluster=args.keep_cluster, check=args.check,
         stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall, engine=args.engine,
-        cluster=ClusterChoice.from_args(args), topic_config=parse_settings(args.topic_config, "--topic-config"),
+        cluster=ClusterChoice.from_args(args), client=args.client, consumer_mode=args.consumer_mode,
+        commit=args.commit, transactions=args.transactions,
+        consumers=args.consumers if args.consumers is not None else (3 if args.consumer_mode == "subscribe" else 1),
+        topic_config=parse_settings(args.topic_config, "--topic-config"), schedule_file=args.schedule,
     )
-    from kafka_chaos.harness.matrix import is_matrix, run_matrix
 
+
+def _cmd_run(args) -> int:
+    from kafka_chaos.harness.matrix import is_matrix, run_matrix
+    from kafka_chaos.harness.runner import run, summary_lines
+
+    opts = options_from_args(args)
     if is_matrix(args.kafka_version):       # 2.8.2,3.9.2,4.4.0: the version matrix
         if args.repeat is not None:
             from kafka_chaos.base.errors import UsageError

@@ -14,10 +14,12 @@ from kafka_chaos.cluster.config import ClusterConfig
 from kafka_chaos.cluster.settings import BROKER_FIELDS, check_topic_settings, conflict, typed
 from kafka_chaos.harness import scenarios
 from kafka_chaos.harness.cluster_options import ClusterChoice
-from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.profile import CLIENTS, ProducerProfile
 
 DEFAULT_RESULTS = Path("results")
 DEFAULT_MIN_ISR = 2
+CLIENT_CHOICES = CLIENTS + ("both",)      # --client: librdkafka, java, or both side by side
+PRODUCER_NAMES = {"librdkafka": "p0", "java": "j0"}
 
 
 def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
@@ -55,9 +57,16 @@ class RunOptions:
     cluster: ClusterChoice = field(default_factory=ClusterChoice)    # `run`'s cluster options (`cluster up`'s)
     topic_config: dict[str, str] = field(default_factory=dict)      # --topic-config KEY=VALUE
     engine: str = "spark"                                            # the checker's engine (`check --engine`)
+    client: str = "librdkafka"               # --client: which client library writes (both: side by side)
+    consumer_mode: str = "assign"            # --consumer-mode: assign, or subscribe (one group, commits, rebalances)
+    commit: str = "manual"                   # --commit: subscribe mode's offset commits, auto or manual
+    transactions: bool = False               # --transactions: a transactional producer, some aborted on purpose
+    schedule_file: Path | None = None        # --schedule FILE: these fault steps instead of the scenario's plan
+    banner: str | None = None                # a line the live display shows above the run (a soak's running verdict)
 
     def resolved(self) -> "RunOptions":
         """Defaults filled in, and everything validated before any container starts."""
+        planned = self._schedule_file()
         sc = scenarios.scenario(self.scenario)
         if str(self.acks) not in ("0", "1", "all", "-1"):
             raise UsageError(f"--acks {self.acks}: not a valid acks value", "use --acks 0, 1 or all")
@@ -73,15 +82,45 @@ class RunOptions:
             raise UsageError(f"--min-isr {self.min_isr}: must be between 1 and the replication factor "
                              f"{sc.replication_factor}", "use --min-isr 1, 2 or 3")
         if self.duration_s is None:
-            self.duration_s = sc.duration_s
+            self.duration_s = (planned.duration_s if planned and planned.duration_s else sc.duration_s)
         if self.duration_s <= 0:
             raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
         if self.seed is None:
             self.seed = time.time_ns() % 1_000_000
-        self.profile().validate()
+        if self.client not in CLIENT_CHOICES:
+            raise UsageError(f"--client {self.client}: not one of {', '.join(CLIENT_CHOICES)}",
+                             "use --client librdkafka, java or both")
+        if self.consumer_mode == "subscribe" and self.client != "librdkafka":
+            raise UsageError(f"--consumer-mode subscribe with --client {self.client}: the Java client's live "
+                             "consumers run in assign mode only", "use --client librdkafka with subscribe")
+        for p in self.profiles():
+            p.validate()
         self.check_settings()                    # bad stall options fail before any container starts
-        sc.plan(self.seed, self.duration_s)      # unknown faults or impossible shapes fail here
+        self.plan()                              # unknown faults or impossible shapes fail here
         return self
+
+    def _schedule_file(self):
+        """--schedule FILE read and checked; the scenario (the topic's shape) defaults to the file's."""
+        if self.schedule_file is None:
+            return None
+        from kafka_chaos.nemesis import schedule_data
+
+        self.schedule_file = Path(self.schedule_file).resolve()
+        planned = schedule_data.read(self.schedule_file)
+        if not self.scenario:
+            if not planned.scenario:
+                raise UsageError(f"{self.schedule_file} names no scenario and none was given",
+                                 "pass the scenario whose topic shape to use: kafka-chaos run SCENARIO --schedule FILE")
+            self.scenario = planned.scenario
+        return planned
+
+    def plan(self):
+        """The fault steps of this run: the --schedule file's, else the scenario's for this seed and duration."""
+        if self.schedule_file is not None:
+            from kafka_chaos.nemesis import schedule_data
+
+            return schedule_data.read(self.schedule_file).schedule.plan(self.seed, self.duration_s)
+        return scenarios.scenario(self.scenario).plan(self.seed, self.duration_s)
 
     def _resolve_settings(self) -> None:
         """min ISR and unclean election from the flags, else the topic's settings, else the broker's (a topic
@@ -98,9 +137,11 @@ class RunOptions:
             "min.insync.replicas": str(self.min_isr), "unclean.leader.election.enable": str(self.unclean).lower()}
 
     def cluster_config(self, name: str) -> ClusterConfig:
-        """The cluster a run starts: the chaos defaults, the run's min ISR and unclean flag, the cluster options."""
+        """The cluster a run starts: the chaos defaults, the scenario's shape (e.g. 4 brokers), the run's min ISR
+        and unclean flag, the cluster options."""
         base = chaos_cluster_config(name, self.kafka_version, min_insync_replicas=self.min_isr,
-                                    unclean_leader_election=self.unclean)
+                                    unclean_leader_election=self.unclean,
+                                    **scenarios.scenario(self.scenario).cluster_overrides)
         return self.cluster.apply(base)
 
     def check_settings(self):
@@ -110,6 +151,14 @@ class RunOptions:
     def profile(self):
 
         return ProducerProfile(name="p0", acks=self.acks, idempotent=bool(self.idempotence), rate=self.rate)
+
+    def clients(self) -> tuple[str, ...]:
+        return CLIENTS if self.client == "both" else (self.client,)
+
+    def profiles(self) -> list[ProducerProfile]:
+        """One producer per client, all with the same profile, writing at the same time."""
+        return [ProducerProfile(name=PRODUCER_NAMES[c], acks=self.acks, idempotent=bool(self.idempotence),
+                                rate=self.rate, client=c, transactional=self.transactions) for c in self.clients()]
 
     def command(self) -> str:
         """The exact command line that reproduces this run."""
@@ -129,6 +178,15 @@ class RunOptions:
             parts += ["--topic-config", f"{k}={v}"]
         if self.engine != "spark":
             parts += ["--engine", self.engine]
+        if self.client != "librdkafka":
+            parts += ["--client", self.client]
+        if self.transactions:
+            parts += ["--transactions"]
+        if self.consumer_mode != "assign":
+            parts += ["--consumer-mode", self.consumer_mode, "--commit", self.commit, "--consumers",
+                      str(self.consumers)]
+        if self.schedule_file is not None:
+            parts += ["--schedule", str(self.schedule_file)]
         return shlex.join(parts)
 
     def default_run_id(self) -> str:

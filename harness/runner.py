@@ -19,6 +19,7 @@ from kafka_chaos.harness.live import LiveDisplay
 from kafka_chaos.harness.run_options import DEFAULT_RESULTS, RunOptions, chaos_cluster_config  # noqa: F401 (re-exported)
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.writer import HistoryWriter
+from kafka_chaos.nemesis import schedule_data
 from kafka_chaos.nemesis.control import Nemesis
 from kafka_chaos.nemesis.schedule import ScheduleRunner
 from kafka_chaos.report.page import write_report
@@ -44,8 +45,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
 
     opts = options.resolved()
     sc = scenarios.scenario(opts.scenario)
-    steps = sc.plan(opts.seed, opts.duration_s)
-    display = LiveDisplay(enabled=opts.live if opts.live is not None else sys.stdout.isatty())
+    steps = opts.plan()
+    display = LiveDisplay(enabled=opts.live if opts.live is not None else sys.stdout.isatty(), banner=opts.banner)
     if cluster is not None:
         if opts.kafka_version and cluster.version != opts.kafka_version:
             raise UsageError(f"the given cluster is Kafka {cluster.version}, not {opts.kafka_version}",
@@ -53,28 +54,41 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         owned = False
     else:
         cluster, owned = cluster_for(opts, display)
+    if sc.cluster_overrides.get("power_loss_fs") and not cluster.config.power_loss_fs:
+        if owned:
+            cluster.down()
+        raise UsageError(f"{opts.scenario} needs the brokers' log dirs on the power-loss layer; cluster "
+                         f"{cluster.config.name} was started without it",
+                         "drop --reuse-cluster (the run starts its own cluster with it), or start the cluster with "
+                         "--power-loss-fs")
     history = workload = None
     finalized = False
     try:
         topic = scenarios.TOPIC
         display.phase("topic")
-        topic_settings = _fresh_topic(cluster, topic, sc, opts)
+        assignment = seeded_assignment(opts.seed, [b.id for b in cluster.brokers], sc.partitions,
+                                       sc.replication_factor)
+        topic_settings = _fresh_topic(cluster, topic, sc, opts, assignment)
         run_id = opts.run_id or opts.default_run_id()
         meta = RunMeta(
             run_id=run_id, scenario=opts.scenario, seed=opts.seed, command=opts.command(),
             kafka_version=cluster.version, topic=topic, partitions=sc.partitions,
             replication_factor=sc.replication_factor, min_insync_replicas=opts.min_isr,
-            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode="assign",
-            producers=(opts.profile().to_meta(),), broker_settings=cluster.config.changed_settings(),
+            unclean_leader_election=opts.unclean, elr_enabled=_elr_enabled(cluster), consumer_mode=opts.consumer_mode,
+            producers=tuple(p.to_meta() for p in opts.profiles()), broker_settings=cluster.config.changed_settings(),
             topic_settings=topic_settings,
             duration_s=opts.duration_s, brokers=tuple(n.id for n in cluster.brokers),
             controllers=tuple(n.id for n in cluster.controllers),
             metadata_mode=cluster.metadata_mode, zookeeper=tuple(n.id for n in cluster.zookeepers),
             fault_plan=tuple({"start_s": s.start_s, "fault": s.fault.name, "heal_s": s.heal_s} for s in steps),
-            extra=dict(opts.extra_meta))
+            extra=dict(opts.extra_meta) | {"replica_assignment": assignment})
         history = HistoryWriter.create(opts.results, run_id, meta)
-        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=[opts.profile()],
-                                                             consumers=opts.consumers))
+        schedule_data.write(history.dir / schedule_data.SCHEDULE_FILE, steps, opts.scenario, opts.seed,
+                            opts.duration_s)
+        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=opts.profiles(),
+                                                             consumers=opts.consumers,
+                                                             consumer_clients=opts.clients(),
+                                                             consumer_mode=opts.consumer_mode, commit=opts.commit))
         nemesis = Nemesis(cluster, history.record_fault)
         faults = ScheduleRunner(nemesis, steps)
         display.phase("workload")
@@ -160,13 +174,26 @@ def cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, b
     return cluster, not opts.reuse_cluster
 
 
-def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts: RunOptions) -> dict[str, str]:
+def _fresh_topic(cluster: KafkaCluster, topic: str, sc: scenarios.Scenario, opts: RunOptions,
+                 assignment: list[list[int]] | None = None) -> dict[str, str]:
     """Create the chaos topic afresh; returns the configs it was given (meta.json's topic_settings)."""
     if topic in cluster.topics():
         cluster.delete_topics([topic])
     configs = opts.topic_settings(cluster.config.topic_settings)
-    cluster.create_topic(topic, sc.partitions, sc.replication_factor, configs=configs, timeout=60)
+    cluster.create_topic(topic, sc.partitions, sc.replication_factor, configs=configs, timeout=60,
+                         replica_assignment=assignment)
     return configs
+
+
+def seeded_assignment(seed: int, brokers: list[int], partitions: int, replication_factor: int) -> list[list[int]]:
+    """Each partition's replicas (preferred leader first), drawn from the seed: Kafka's own placement is random
+    (StripedReplicaPlacer starts at a random rack/broker), so without this a replay of the same seed would aim
+    `leader-*` faults and seeded splits at a different layout. Striped like Kafka's: one leader per broker in turn."""
+    import random
+
+    order = sorted(brokers)
+    random.Random(f"{seed}/assignment").shuffle(order)
+    return [[order[(p + i) % len(order)] for i in range(replication_factor)] for p in range(partitions)]
 
 
 def _elr_enabled(cluster: KafkaCluster) -> bool:
@@ -211,6 +238,10 @@ def summary_lines(result: RunResult) -> list[str]:
                      f"{v.get('anomalies', {}).get('lost_after_read')}; longest stall "
                      f"{(v.get('availability') or {}).get('longest_s', 0):.1f} s; model disagreements "
                      f"{len(v.get('model_disagreements') or [])}")
+        for client, row in (v.get("clients") or {}).items():
+            lines.append(f"  {client} {row.get('version') or ''}: sends {row['sends']}, acked {row['acked']}, "
+                         f"lost {row['lost']}, duplicates {row['duplicates']}, longest stall "
+                         f"{row['longest_stall_s']:.1f} s")
     if result.report:
         lines.append(f"report: {result.report}")
     return lines

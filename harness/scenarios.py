@@ -48,6 +48,33 @@ def isolate_then_kill(duration_s: float) -> Schedule:
                once(start + alone_after, spec("leader-kill", topic=TOPIC), dead_for))
 
 
+def slow_then_kill(duration_s: float) -> Schedule:
+    """Starve chaos/0's follower of CPU (1% of a core) until it has left the ISR, then kill the leader; the leader
+    stays dead for a while and restarts, and only then is the follower given its CPU back. With the topic's
+    replication factor 2 the leader is then alone in the ISR: min.insync.replicas=1 lets it acknowledge acks=all
+    writes alone, 2 makes producers see NOT_ENOUGH_REPLICAS.
+
+    Seen here (2 cores, load 5-14): under acks=all traffic the starved follower keeps reaching the leader's log end
+    (the leader takes one request per connection at a time, so its log end never runs far ahead) and slows the
+    producers instead; it leaves the ISR 12-19 s after the quota, when its heartbeats lapse and the controller
+    fences it. Hence 25 s before the kill."""
+    start = max(duration_s * 0.1, 3.0)
+    behind_after = 25.0
+    dead_for = max(duration_s * 0.25, 10.0)
+    return mix(once(start, spec("follower-slow", topic=TOPIC, cpus=0.01), behind_after + dead_for),
+               once(start + behind_after, spec("leader-kill", topic=TOPIC), dead_for))
+
+
+def reassign_under_fire(duration_s: float) -> Schedule:
+    """The reassignment starts early and is held for most of the run (heal moves the replicas back), while kills
+    of chaos/0's leader and of a random broker come and go: the new replica may have to catch up from a leader that
+    dies, and the old one may be dropped while another is down."""
+    on, off = _window(duration_s)
+    kills = sequence([once(off, spec(f, topic=TOPIC) if f == "leader-kill" else spec(f), on)
+                      for f in ("leader-kill", "kill")][: max(1, int((duration_s - off) // (on + off)))])
+    return mix(once(max(duration_s * 0.1, 3.0), spec("partition-reassign", topic=TOPIC), duration_s * 0.6), kills)
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -73,6 +100,12 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              cycles("leader-isolate", topic=TOPIC)),
     Scenario("leader-isolate-then-kill", "cut the leader of chaos/0 from its followers until its ISR is itself "
              "alone, then kill it and restart it later", isolate_then_kill),
+    Scenario("slow-follower-then-leader-kill", "starve chaos/0's follower of CPU until it leaves the ISR, then "
+             "kill the leader and restart it later (replication factor 2: the leader is alone in the ISR)",
+             slow_then_kill, replication_factor=2, duration_s=50.0),
+    Scenario("reassign-under-fire", "move chaos/0's replicas to another set of brokers (one swapped for the fourth "
+             "broker) and back, while its leader and a random broker are killed and restarted; 4 brokers",
+             reassign_under_fire, duration_s=60.0, cluster_overrides={"brokers": 4}),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
              cycles("controller-isolate")),
     Scenario("controller-kill", "kill -9 the active controller (ZooKeeper mode: the controller broker), restart "
@@ -93,6 +126,18 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
     Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
              cycles("client-isolate")),
+    Scenario("power-loss-all", "power off every broker at once (each keeps only what it fsync'ed), power them on; "
+             "once, mid-run", single("power-loss-all", start_share=0.5, length_share=0.2),
+             cluster_overrides={"power_loss_fs": True}),
+    Scenario("leader-power-loss", "power off the leader of chaos/0 (its unsynced data gone), power it on; repeated",
+             cycles("leader-power-loss", topic=TOPIC), cluster_overrides={"power_loss_fs": True}),
+    Scenario("leader-disk-full", "fill the disk of chaos/0's leader until Kafka takes its log dir offline and the "
+             "broker halts; free it and start the broker; repeated", cycles("leader-disk-full", topic=TOPIC),
+             cluster_overrides={"power_loss_fs": True}),
+    Scenario("follower-damage", "kill a follower of chaos/0, flip bits in its newest segment while it is down, "
+             "restart it: Kafka's recovery and replication should repair it",
+             single("damage", start_share=0.5, length_share=0.25, topic=TOPIC, damage_file="segment",
+                    damage_mode="flip"), cluster_overrides={"power_loss_fs": True}),
     Scenario("random-mix", "a seeded Jepsen-style stagger of leader kills, pauses, isolations, splits, loss and "
              "controller kills",
              lambda d: stagger([spec("leader-kill", topic=TOPIC), spec("leader-pause", topic=TOPIC),

@@ -23,13 +23,22 @@ from kafka_chaos.history.journal import (
     CLUSTER_FILE,
     COMPLETE_COLUMNS,
     FAULTS_FILE,
+    GROUP_COLUMNS,
     INVOKE_COLUMNS,
     NULL,
     READ_COLUMNS,
+    TXN_COLUMNS,
     complete_lines,
     unesc,
 )
-from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.schema import (
+    CLUSTER_SCHEMA,
+    FAULTS_SCHEMA,
+    GROUP_SCHEMA,
+    READS_SCHEMA,
+    SENDS_SCHEMA,
+    TXNS_SCHEMA,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +48,10 @@ COMPLETE_TYPES = {"value": pa.string(), "outcome": pa.string(), "error": pa.stri
 ESCAPED_COLUMNS = {"key", "value"}    # the only free text; outcome and error names never need escaping
 READ_TYPES = {"seq": pa.int64(), "partition": pa.int32(), "offset": pa.int64(), "key": pa.string(),
               "value": pa.string(), "t_ns": pa.int64()}
+TXN_TYPES = {"txn": pa.int64(), "first_seq": pa.int64(), "count": pa.int32(), "outcome": pa.string(),
+             "error": pa.string(), "t_ns": pa.int64()}
+GROUP_TYPES = {"event": pa.string(), "partition": pa.int32(), "offset": pa.int64(), "error": pa.string(),
+               "t_ns": pa.int64()}
 
 
 class JournalError(HarnessError):
@@ -188,6 +201,29 @@ def cluster_table(journal_dir: Path) -> pa.Table:
     return _conform(pa.Table.from_pylist(rows, schema=CLUSTER_SCHEMA), CLUSTER_SCHEMA, "cluster")
 
 
+def group_table(journal_dir: Path) -> pa.Table:
+    """group.parquet's table: every subscribe-mode consumer's assignments, revocations and commits."""
+    parts = []
+    for side, info in sidecars(journal_dir, "group"):
+        t = read_tsv(side.with_suffix(".tsv"), GROUP_COLUMNS, GROUP_TYPES)
+        parts.append(t.append_column("consumer", pa.array([info["consumer"]] * t.num_rows, pa.string())))
+    if not parts:
+        return GROUP_SCHEMA.empty_table()
+    return _conform(pa.concat_tables(parts).sort_by([("t_ns", "ascending")]), GROUP_SCHEMA, "group")
+
+
+def txns_table(journal_dir: Path) -> pa.Table:
+    """txns.parquet's table: every transaction of every transactional producer."""
+    parts = []
+    for side, info in sidecars(journal_dir, "producer"):
+        t = read_tsv(Path(f"{side.with_suffix('')}.txn.tsv"), TXN_COLUMNS, TXN_TYPES)
+        t = t.append_column("process", pa.array([int(info["process"])] * t.num_rows, pa.int32()))
+        parts.append(t.append_column("producer", pa.array([info["producer"]] * t.num_rows, pa.string())))
+    if not parts:
+        return TXNS_SCHEMA.empty_table()
+    return _conform(pa.concat_tables(parts), TXNS_SCHEMA, "txns")
+
+
 def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
     """`table` with exactly `schema`'s columns and types; a null in a non-nullable column is a journal error."""
     table = table.select(schema.names)
@@ -216,9 +252,12 @@ def build_history(run_dir: Path) -> HistorySummary:
     reads = reads_table(journal)
     faults = faults_table(journal)
     cluster = cluster_table(journal)
+    group = group_table(journal)
+    txns = txns_table(journal)
     write_parquet(sends, history / "sends.parquet")
     write_parquet(reads, history / "reads.parquet")
-    for table, name in ((faults, "faults.parquet"), (cluster, "cluster.parquet")):
+    for table, name in ((faults, "faults.parquet"), (cluster, "cluster.parquet"), (group, "group.parquet"),
+                        (txns, "txns.parquet")):
         if table.num_rows:
             write_parquet(table, history / name)
         elif (history / name).exists():

@@ -9,9 +9,12 @@ Files (N = producer process index, NAME = consumer name):
   producer-N.json           {"kind": "sends", "process", "producer", "acks", "idempotent", "profile"}
   producer-N.invoke.tsv     value, key, partition, t_invoke_ns               one line per produce() call
   producer-N.complete.tsv   value, outcome, error, partition, offset, t_complete_ns   one per outcome
+  producer-N.txn.tsv        txn, first_seq, count, outcome, error, t_ns: one per transaction (--transactions)
   producer-N.progress       "invoked ok fail info": the worker's own counters, as of its last flush
   reads-NAME.json           {"kind": "reads", "consumer", "phase"}
   reads-NAME.tsv            seq, partition, offset, key, value, t_ns
+  group-NAME.json           {"kind": "group", "consumer", "commit_mode"}     (subscribe mode only)
+  group-NAME.tsv            event, partition, offset, error, t_ns: assigned / revoked / commit
   faults.jsonl              one JSON object per fault event
   cluster.jsonl             one JSON object per partition per state sample
 """
@@ -27,6 +30,8 @@ NULL = "\\N"
 INVOKE_COLUMNS = ("value", "key", "partition", "t_invoke_ns")
 COMPLETE_COLUMNS = ("value", "outcome", "error", "partition", "offset", "t_complete_ns")
 READ_COLUMNS = ("seq", "partition", "offset", "key", "value", "t_ns")
+GROUP_COLUMNS = ("event", "partition", "offset", "error", "t_ns")
+TXN_COLUMNS = ("txn", "first_seq", "count", "outcome", "error", "t_ns")
 FAULTS_FILE = "faults.jsonl"
 CLUSTER_FILE = "cluster.jsonl"
 
@@ -66,6 +71,15 @@ def producer_paths(journal_dir: Path, process: int) -> dict[str, Path]:
 
 def reads_paths(journal_dir: Path, consumer: str) -> dict[str, Path]:
     stem = Path(journal_dir) / f"reads-{consumer}"
+    return {"sidecar": stem.with_suffix(".json"), "data": stem.with_suffix(".tsv")}
+
+
+def txn_path(journal_dir: Path, process: int) -> Path:
+    return Path(journal_dir) / f"producer-{process}.txn.tsv"
+
+
+def group_paths(journal_dir: Path, consumer: str) -> dict[str, Path]:
+    stem = Path(journal_dir) / f"group-{consumer}"
     return {"sidecar": stem.with_suffix(".json"), "data": stem.with_suffix(".tsv")}
 
 

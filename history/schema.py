@@ -55,6 +55,30 @@ CLUSTER_SCHEMA = pa.schema([
     pa.field("controller", pa.int32(), nullable=True),
 ])
 
+# history/group.parquet: what the consumers of one group did with the group (subscribe mode only).
+GROUP_EVENTS = ("assigned", "revoked", "commit")
+GROUP_SCHEMA = pa.schema([
+    pa.field("consumer", pa.string(), nullable=False),
+    pa.field("t_ns", pa.int64(), nullable=False),
+    pa.field("event", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("offset", pa.int64(), nullable=True),
+    pa.field("error", pa.string(), nullable=True),
+])
+
+# history/txns.parquet: one row per transaction of a transactional producer (--transactions). Its values are
+# "<process>-<seq>" for seq in first_seq .. first_seq + count - 1.
+TXNS_SCHEMA = pa.schema([
+    pa.field("process", pa.int32(), nullable=False),
+    pa.field("producer", pa.string(), nullable=False),
+    pa.field("txn", pa.int64(), nullable=False),
+    pa.field("first_seq", pa.int64(), nullable=False),
+    pa.field("count", pa.int32(), nullable=False),
+    pa.field("outcome", pa.string(), nullable=False),      # committed, aborted or unknown
+    pa.field("error", pa.string(), nullable=True),
+    pa.field("t_ns", pa.int64(), nullable=False),
+])
+
 ANOMALIES_SCHEMA = pa.schema([
     pa.field("kind", pa.string(), nullable=False),
     pa.field("partition", pa.int32(), nullable=True),
@@ -76,6 +100,8 @@ HISTORY_FILES = {
     "history/reads.parquet": (READS_SCHEMA, True),
     "history/faults.parquet": (FAULTS_SCHEMA, False),
     "history/cluster.parquet": (CLUSTER_SCHEMA, False),
+    "history/group.parquet": (GROUP_SCHEMA, False),
+    "history/txns.parquet": (TXNS_SCHEMA, False),
 }
 
 META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}
@@ -83,4 +109,8 @@ META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "m
 # Anomaly kinds in the order verdict.json lists them. `recovered` is counted but never a violation; `stall` is
 # observed unavailability, a violation only beyond a bound the user asked for (--max-stall).
 ANOMALY_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
-                 "nonmonotonic_send", "min_isr_breach", "poll_skip", "stall", "recovered")
+                 "nonmonotonic_send", "min_isr_breach", "poll_skip", "stall", "recovered",
+                 # consumer groups (subscribe mode, history/group.parquet): checkers/groups.py
+                 "commit_backwards", "group_skip", "reread_below_commit", "group_reread",
+                 # transactions (--transactions, history/txns.parquet): checkers/txns.py
+                 "txn_incomplete")

@@ -36,6 +36,10 @@ def register(subparsers) -> None:
     p.add_argument("--delay-ms", type=int, default=100, help="latency: delay")
     p.add_argument("--jitter-ms", type=int, default=10, help="latency: jitter")
     p.add_argument("--interval", type=float, default=2.0, help="cascade-kill: seconds between kills")
+    p.add_argument("--damage-file", default="segment",
+                   help="damage: segment, index, leader-epoch-checkpoint or quorum-state (default segment)")
+    p.add_argument("--damage-mode", default="flip", help="damage: flip (bits) or truncate (default flip)")
+    p.add_argument("--cpus", type=float, default=0.01, help="slow: the CPU share left, e.g. 0.01 = 1%% of a core")
     p.add_argument("--duration", type=float, help="hold the fault S seconds, then heal it (default: leave it on)")
     p.set_defaults(func=_cmd_nemesis)
 
@@ -65,7 +69,8 @@ def _cmd_nemesis(args) -> int:
         fault = registry.build(args.fault, FaultArgs(
             targets=args.target, topic=args.topic, partition=args.partition, seed=args.seed,
             probability=args.probability, peers=args.peers, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms,
-            interval_s=args.interval))
+            interval_s=args.interval, damage_file=args.damage_file, damage_mode=args.damage_mode,
+            cpus=args.cpus))
     from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
     cluster = KafkaCluster.attach(args.name)

@@ -1,8 +1,9 @@
 """The Nemesis: starts and heals faults against one cluster, records every event, and heals everything at the end.
 
 It keeps the active faults so that heal_all can undo them (recording their heal rows) before sweeping every node
-back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours. When a process fault restarts a
-node, the node comes back with a fresh network namespace; active network faults put their rules back on it.
+back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota. When a process fault
+restarts a node, the node comes back with a fresh network namespace; active network faults put their rules back on
+it.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import logging
 import threading
 
 from kafka_chaos.base.errors import HarnessError
-from kafka_chaos.nemesis import netrules
+from kafka_chaos.nemesis import netrules, throttle
 from kafka_chaos.nemesis.base import Fault
 from kafka_chaos.nemesis.events import Record, discard
 
@@ -18,7 +19,8 @@ log = logging.getLogger(__name__)
 
 
 def _restarted_nodes(events) -> set[int]:
-    return {n for e in events if e.action == "heal" and e.details["effect"] in ("kill", "stop") for n in e.nodes}
+    return {n for e in events if e.action == "heal" and e.details["effect"] in ("kill", "stop", "power_loss", "damage")
+            for n in e.nodes}
 
 
 class Nemesis:
@@ -84,8 +86,12 @@ def sweep(cluster) -> list[str]:
             if state == "paused":
                 node.unpause()
             elif state != "running":
+                if node.role == "broker" and getattr(cluster.config, "power_loss_fs", False):
+                    cluster.power_layer(node.id).mount()     # a power cut that stopped half-way
                 node.start()
             netrules.sweep(node)
+            if throttle.unthrottle(node):
+                log.warning("heal-all: lifted a CPU quota left on %s", node)
             left = netrules.rules_of_ours(node)
             if left:
                 problems.append(f"{node}: rules left after sweep: {left}")

@@ -1,6 +1,7 @@
 """Fault events: one per start and per heal, the rows of history/faults.parquet (see docs/history.md).
 
-`details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency.
+`details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency, power_loss, damage,
+slow, proxy, reassign.
 """
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency")
+EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency", "power_loss", "damage")
+EFFECTS += ("slow", "proxy", "reassign")      # CPU-starved nodes, Toxiproxy toxics, a moved replica set
 CLIENT = "client"        # the workload host in a drop pair
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import latency, network, process
+from kafka_chaos.nemesis import latency, network, process, reassign, storage, throttle
 from kafka_chaos.nemesis.base import (
     AllBrokers,
     Controller,
@@ -38,6 +38,9 @@ class FaultArgs:
     delay_ms: int = 100                # latency
     jitter_ms: int = 10
     interval_s: float = 2.0            # cascade-kill: between kills
+    damage_file: str = "segment"       # damage: segment | index | leader-epoch-checkpoint | quorum-state
+    damage_mode: str = "flip"          # damage: flip | truncate
+    cpus: float = 0.01                 # slow: the CPU share left (0.01 = 1% of one core)
 
 
 @dataclass(frozen=True)
@@ -118,9 +121,39 @@ _TYPES = [
               lambda a: network.ClientIsolate(_one_random(a))),
     FaultType("loss", "drop packets between a node and its peers with --probability P (iptables statistic)",
               lambda a: network.Loss(_one_random(a), a.probability, a.peers)),
+    # storage (power loss needs the cluster's power-loss layer: --power-loss-fs)
+    FaultType("power-loss", "power off a broker (default: a random one): killed, and its disk keeps only what was "
+              "fsync'ed; heal powers it on", lambda a: storage.PowerLoss(_one_random(a), "power-loss")),
+    FaultType("leader-power-loss", "power off the current leader of TOPIC/PARTITION (unsynced data gone); heal "
+              "powers it on", lambda a: storage.PowerLoss(_leader(a), "leader-power-loss"), takes_target=False),
+    FaultType("power-loss-all", "power off every broker at once (unsynced data gone on all); heal powers them on",
+              lambda a: storage.PowerLoss(AllBrokers(), "power-loss-all"), takes_target=False),
+    FaultType("disk-full", "fill a broker's disk (default: a random one) until Kafka takes its log dir offline and "
+              "halts; heal frees it and starts the broker",
+              lambda a: storage.DiskFull(_one_random(a), name="disk-full")),
+    FaultType("leader-disk-full", "fill the disk of the current leader of TOPIC/PARTITION; heal frees it, starts it",
+              lambda a: storage.DiskFull(_leader(a), name="leader-disk-full"), takes_target=False),
+    FaultType("damage", "kill one broker (default: a follower of TOPIC/PARTITION) and flip bits in or truncate "
+              "--damage-file of its log dir (--damage-mode); heal restarts it",
+              lambda a: storage.Damage(_target(a, RandomFollower(a.topic, a.partition, a.seed)), a.damage_file,
+                                       a.damage_mode, a.topic, a.partition, a.seed, "damage")),
     # latency
     FaultType("latency", "delay a node's packets by --delay-ms ± --jitter-ms (tc netem; refused without netem)",
               lambda a: latency.Latency(_one_random(a), a.delay_ms, a.jitter_ms)),
+]
+
+# slow nodes (nemesis/throttle.py)
+_TYPES += [
+    FaultType("slow", "cap a node's CPU at --cpus (default: a random broker, 1% of a core); heal restores its limits",
+              lambda a: throttle.Slow(_one_random(a), a.cpus, "slow")),
+    FaultType("follower-slow", "cap one follower of TOPIC/PARTITION (drawn by seed) at --cpus so it falls out of "
+              "the ISR; heal restores its limits",
+              lambda a: throttle.Slow(RandomFollower(a.topic, a.partition, a.seed), a.cpus, "follower-slow"),
+              takes_target=False),
+    # membership (nemesis/reassign.py)
+    FaultType("partition-reassign", "move TOPIC/PARTITION's replicas: one (drawn by seed) swapped for a broker "
+              "outside the set (needs more brokers than replicas); heal moves them back",
+              lambda a: reassign.PartitionReassign(a.topic, a.partition, a.seed), takes_target=False),
 ]
 
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}

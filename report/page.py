@@ -72,6 +72,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         predictions=tables.prediction_rows(run),
         counts=tables.history_counts(run),
         producers=tables.producer_rows(run),
+        clients=(run.verdict or {}).get("clients") or {},
         brokers=tables.broker_settings(run),
         markers_capped=bool(counts) and any(r["total"] > options.max_markers_per_kind for r in counts),
         max_markers=options.max_markers_per_kind,

@@ -28,6 +28,8 @@ command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v iptables >/dev/null || missing+=(iptables)
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)  # debootstrap off Debian
+# the power-loss layer (cluster/lazyfs.py): libfuse3 and fusermount3
+{ command -v fusermount3 >/dev/null && ldconfig -p 2>/dev/null | grep -q 'libfuse3\.so\.3 '; } || missing+=(fuse3)
 [ $WANT_TEST = 1 ] && ! command -v chromium >/dev/null && missing+=(chromium)
 # the workflow test: actionlint (built below through the Go proxy) runs shellcheck on the workflows' scripts
 [ $WANT_TEST = 1 ] && ! command -v shellcheck >/dev/null && missing+=(shellcheck)

@@ -72,12 +72,14 @@ class ProducerWorker:
     def _new_producer(self):
         from confluent_kafka import Producer
 
-        conf = self.profile.client_config() | {
+        return Producer(self._base_config() | {"on_delivery": self._delivery_callback()})
+
+    def _base_config(self) -> dict:
+        """The client's settings, without the delivery callback."""
+        return self.profile.client_config() | {
             "bootstrap.servers": self.spec.bootstrap_servers,
-            "on_delivery": self._delivery_callback(),
             "queue.buffering.max.messages": max(100_000, self.spec.max_outstanding * 2),
         } | client_logging(self.spec.client_log, f"producer-{self.profile.name}") | dict(self.spec.client_overrides)
-        return Producer(conf)
 
     def _delivery_callback(self):
         append = self.completes.lines.append

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 from kafka_chaos.base.errors import UsageError
 
 ACKS = ("0", "1", "all")
+CLIENTS = ("librdkafka", "java")             # librdkafka through confluent-kafka; Kafka's own Java client
 CLIENT_DEFAULT_RETRIES = 2_147_483_647      # librdkafka's default `retries` (message.send.max.retries)
 
 
@@ -25,6 +26,10 @@ class ProducerProfile:
     request_timeout_ms: int = 10_000
     linger_ms: int = 5
     rate: float | None = None
+    client: str = "librdkafka"
+    transactional: bool = False          # --transactions: transactions of txn_size sends, every abort_every-th aborted
+    txn_size: int = 30
+    abort_every: int = 4
 
     def __post_init__(self):
         object.__setattr__(self, "acks", "all" if str(self.acks) in ("all", "-1") else str(self.acks))
@@ -56,6 +61,17 @@ class ProducerProfile:
         if self.rate is not None and self.rate <= 0:
             raise UsageError(f"producer {self.name}: rate {self.rate} must be positive",
                              "give a positive rate, or none for as fast as possible")
+        if self.client not in CLIENTS:
+            raise UsageError(f"producer {self.name}: client {self.client!r} is not one of {', '.join(CLIENTS)}",
+                             "use --client librdkafka, java or both")
+        if self.client == "java":
+            if self.transactional:
+                raise UsageError(f"producer {self.name}: transactions run on librdkafka only",
+                                 "use --client librdkafka with --transactions")
+            return self._validate_java()
+        if self.transactional and (self.acks != "all" or not self.idempotent or self.abort_every < 1):
+            raise UsageError(f"producer {self.name}: a transactional producer needs acks=all and idempotence",
+                             "use --acks all --idempotence with --transactions")
         from confluent_kafka import KafkaException, Producer
 
         try:
@@ -66,10 +82,22 @@ class ProducerProfile:
                              "max.in.flight <= 5)") from None
         return self
 
+    def _validate_java(self) -> "ProducerProfile":
+        """The Java producer's own idempotence rules (ProducerConfig: acks=all, retries > 0, at most 5 in flight),
+        checked here so that a bad profile fails before any JVM starts."""
+        if self.idempotent and (self.acks != "all" or self.retries == 0 or self.max_in_flight > 5):
+            raise UsageError(f"producer {self.name}: the Java client refuses idempotence with acks={self.acks}, "
+                             f"retries={self.retries}, max.in.flight={self.max_in_flight}",
+                             "idempotence needs acks=all, retries >= 1 and max.in.flight <= 5 (or --no-idempotence)")
+        return self
+
     def to_meta(self) -> dict:
         """The profile as meta.json's `producers` entries spell it: effective values (retries left at the
         client's default is librdkafka's default, INT32_MAX); rate null means as fast as possible."""
         meta = asdict(self)
+        if not self.transactional:
+            for key in ("transactional", "txn_size", "abort_every"):
+                del meta[key]
         if meta["retries"] is None:
             meta["retries"] = CLIENT_DEFAULT_RETRIES
         return meta

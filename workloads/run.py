@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kafka_chaos.base.errors import HarnessError, UsageError
 from kafka_chaos.base.waiting import WaitTimeout, wait_until
@@ -17,6 +18,15 @@ from kafka_chaos.history.client_log import client_log_path
 from kafka_chaos.history.writer import HistoryWriter
 from kafka_chaos.workloads.consumer import CONSUMER_MODES, ConsumerSpec, run_consumer
 from kafka_chaos.workloads.drain import DrainResult, final_drain
+from kafka_chaos.workloads.group_consumer import COMMIT_MODES, GroupConsumerSpec, run_group_consumer
+from kafka_chaos.workloads.java_client import (
+    GO_FILE,
+    JavaClient,
+    JavaConsumerSpec,
+    JavaProducerSpec,
+    run_java_consumer,
+    run_java_producer,
+)
 from kafka_chaos.workloads.producer import (
     COUNTER_SLOTS,
     INVOKED,
@@ -26,9 +36,10 @@ from kafka_chaos.workloads.producer import (
     ProducerSpec,
     run_producer,
 )
-from kafka_chaos.workloads.profile import ProducerProfile
+from kafka_chaos.workloads.profile import CLIENTS, ProducerProfile
 from kafka_chaos.workloads.sampler import ClusterSampler
 from kafka_chaos.workloads.topic import partitions_of
+from kafka_chaos.workloads.txn_producer import run_txn_producer
 from kafka_chaos.workloads.worker import spawn_context
 
 log = logging.getLogger(__name__)
@@ -46,12 +57,18 @@ class WorkloadConfig:
     producers: list[ProducerProfile] = field(default_factory=lambda: [ProducerProfile()])
     consumers: int = 1
     consumer_mode: str = "assign"
+    consumer_clients: tuple[str, ...] = ("librdkafka",)   # each runs `consumers` live consumers
+    commit: str = "manual"               # subscribe mode: auto or manual offset commits
+    rejoin_s: float | None = 20.0        # subscribe mode: each consumer leaves and rejoins the group this often
+    java: JavaClient | None = None       # the compiled Java client (None: built for the cluster's release if needed)
     sample_interval_s: float = 0.5
     flush_interval_s: float = 0.25
     healthy_timeout_s: float = 120
     drain_timeout_s: float = 300
     producer_stop_timeout_s: float | None = None   # None: each profile's delivery timeout + 5 s
     start_timeout_s: float = 60
+    java_start_timeout_s: float = 180    # a JVM's start and first metadata, on a loaded host (seen: ~60 s at load
+    #                                      48); also a transactional producer's first init_transactions
 
     def validate(self) -> "WorkloadConfig":
         if not self.producers:
@@ -64,6 +81,16 @@ class WorkloadConfig:
                              "use assign or subscribe")
         if self.consumers < 0:
             raise UsageError(f"consumers {self.consumers} must be 0 or more", "use --consumers 1")
+        bad = [c for c in self.consumer_clients if c not in CLIENTS]
+        if bad or len(set(self.consumer_clients)) != len(self.consumer_clients):
+            raise UsageError(f"consumer clients {self.consumer_clients}: each of {', '.join(CLIENTS)} at most once",
+                             "use --client librdkafka, java or both")
+        if self.commit not in COMMIT_MODES:
+            raise UsageError(f"commit mode {self.commit!r} is not one of {', '.join(COMMIT_MODES)}",
+                             "use --commit auto or manual")
+        if "java" in self.consumer_clients and self.consumer_mode != "assign":
+            raise UsageError("the Java client's live consumers run in assign mode only",
+                             "use --consumer-mode assign with --client java or both")
         if self.sample_interval_s <= 0:
             raise UsageError(f"sample interval {self.sample_interval_s} must be positive", "use 0.5")
         for p in self.producers:
@@ -95,7 +122,8 @@ class Workload:
         self._stop_consumers = self._ctx.Event()
         n = len(self.config.producers)
         self._send_counters = self._ctx.Array("q", n * COUNTER_SLOTS, lock=False)
-        self._read_counters = self._ctx.Array("q", max(1, self.config.consumers), lock=False)
+        self._n_consumers = self.config.consumers * len(self.config.consumer_clients)
+        self._read_counters = self._ctx.Array("q", max(1, self._n_consumers), lock=False)
         self._producers: list = []
         self._consumers: list = []
         self._sampler: ClusterSampler | None = None
@@ -116,28 +144,87 @@ class Workload:
         boot = self.cluster.bootstrap_servers
         journal = str(self.history.journal_dir)
         client_log = self.client_log
+        java = self._java_client()
+        if cfg.consumer_mode == "subscribe":
+            self.history.update_meta(consumer_commit=cfg.commit, consumer_rejoin_s=cfg.rejoin_s)
         self.history.update_meta(topic=cfg.topic, consumer_mode=cfg.consumer_mode,
-                                 producers=[p.to_meta() for p in cfg.producers])
+                                 producers=[p.to_meta() for p in cfg.producers], clients=self._clients_meta(java))
         self._started_ns = time.time_ns()
         self.history.update_meta(start_ns=self._started_ns)
         if cfg.sample_interval_s:
             self._sampler = ClusterSampler(self.cluster, cfg.topic, self.history.record_cluster_sample,
                                            cfg.sample_interval_s).start()
-        ready = []
-        for i in range(cfg.consumers):
-            spec = ConsumerSpec(i, f"c{i}", boot, cfg.topic, partitions, journal, mode=cfg.consumer_mode,
-                                group_id=f"kafka-chaos-{self.history.run_id}",
-                                flush_interval_s=cfg.flush_interval_s, client_log=client_log)
-            ready.append(self._spawn(run_consumer, spec, self._stop_consumers, self._read_counters,
-                                     self._consumers, f"consumer-{spec.name}"))
+        java_log = str(self.history.dir / "logs" / "java-clients.log")
+        group = f"kafka-chaos-{self.history.run_id}"
+        go = str(self.history.journal_dir / GO_FILE)
+        waves: dict[bool, list] = {True: [], False: []}      # is it a JVM -> what to spawn
+        for k, client in enumerate(cfg.consumer_clients):
+            for i in range(cfg.consumers):
+                index = k * cfg.consumers + i
+                if client == "java":
+                    spec = JavaConsumerSpec(index, f"jc{i}", boot, cfg.topic, partitions, journal, java.classpath,
+                                            group_id=group, flush_interval_s=cfg.flush_interval_s, client_log=java_log)
+                    target = run_java_consumer
+                elif cfg.consumer_mode == "subscribe":
+                    spec = GroupConsumerSpec(index, f"c{i}", boot, cfg.topic, journal, group, commit=cfg.commit,
+                                             rejoin_s=cfg.rejoin_s, flush_interval_s=cfg.flush_interval_s,
+                                             client_log=client_log)
+                    target = run_group_consumer
+                else:
+                    spec = ConsumerSpec(index, f"c{i}", boot, cfg.topic, partitions, journal, mode=cfg.consumer_mode,
+                                        group_id=group, flush_interval_s=cfg.flush_interval_s, client_log=client_log)
+                    target = run_consumer
+                waves[client == "java"].append((target, spec, self._stop_consumers, self._read_counters,
+                                                self._consumers, f"consumer-{spec.name}"))
         for i, profile in enumerate(cfg.producers):
-            spec = ProducerSpec(i, profile, boot, cfg.topic, partitions, journal,
-                                flush_interval_s=cfg.flush_interval_s, stop_timeout_s=cfg.producer_stop_timeout_s,
-                                client_log=client_log)
-            ready.append(self._spawn(run_producer, spec, self._stop_producers, self._send_counters,
-                                     self._producers, f"producer-{profile.name}"))
-        self._wait_started(ready, cfg.start_timeout_s)
+            if profile.client == "java":
+                spec = JavaProducerSpec(i, profile, boot, cfg.topic, partitions, journal, java.classpath,
+                                        flush_interval_s=cfg.flush_interval_s,
+                                        stop_timeout_s=cfg.producer_stop_timeout_s, client_log=java_log, go_file=go)
+                target = run_java_producer
+            else:
+                spec = ProducerSpec(i, profile, boot, cfg.topic, partitions, journal,
+                                    flush_interval_s=cfg.flush_interval_s, stop_timeout_s=cfg.producer_stop_timeout_s,
+                                    client_log=client_log)
+                target = run_txn_producer if profile.transactional else run_producer
+            waves[profile.client == "java"].append((target, spec, self._stop_producers, self._send_counters,
+                                                    self._producers, f"producer-{profile.name}"))
+        # JVMs first (their start is the slow one; their producers hold their first send until the go file), then
+        # librdkafka's workers; then go: side by side, both clients start writing within a tick of each other.
+        if waves[True]:
+            self._wait_started([self._spawn(*w) for w in waves[True]],
+                               max(cfg.start_timeout_s, cfg.java_start_timeout_s))
+        slow = any(p.transactional for p in cfg.producers)     # init_transactions may create __transaction_state
+        self._wait_started([self._spawn(*w) for w in waves[False]],
+                           max(cfg.start_timeout_s, cfg.java_start_timeout_s) if slow else cfg.start_timeout_s)
+        Path(go).touch()
         self._last = (time.monotonic(), 0)
+
+    def _java_client(self) -> JavaClient | None:
+        """The compiled Java client, when any worker uses it (compiled now if the caller did not)."""
+        cfg = self.config
+        if "java" not in cfg.consumer_clients and all(p.client != "java" for p in cfg.producers):
+            return None
+        if cfg.java is None:
+            from kafka_chaos.workloads.java_client import build
+
+            cfg.java = build(self.cluster.version)
+        (self.history.dir / "logs").mkdir(parents=True, exist_ok=True)
+        return cfg.java
+
+    def _clients_meta(self, java: JavaClient | None) -> dict:
+        """meta.json's `clients`: each client library the workload used, by name, with its version."""
+        used = {p.client for p in self.config.producers} | set(self.config.consumer_clients if self.config.consumers
+                                                                  else ())
+        out = {}
+        if "librdkafka" in used:
+            import confluent_kafka
+
+            out["librdkafka"] = {"library": "librdkafka", "version": confluent_kafka.libversion()[0],
+                                 "binding": f"confluent-kafka {confluent_kafka.version()[0]}"}
+        if java is not None:
+            out["java"] = java.meta()
+        return out
 
     def _wait_started(self, ready: list, timeout_s: float) -> None:
         """Each worker sets its event once its client exists; one that exits first, or a start slower than
@@ -221,5 +308,5 @@ class Workload:
         elapsed = (time.time_ns() - self._started_ns) / 1e9 if self._started_ns else 0.0
         alive = sum(p.is_alive() for p in self._producers + self._consumers)
         return LiveStats(sends=sums[0], ok=sums[1], fail=sums[2], info=sums[3],
-                         reads=sum(self._read_counters[:self.config.consumers]), sends_per_s=rate,
+                         reads=sum(self._read_counters[:self._n_consumers]), sends_per_s=rate,
                          elapsed_s=elapsed, workers_alive=alive)

@@ -18,6 +18,9 @@ METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their 
 # the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
 METADATA_CATCHUP_NS = 5_000_000_000
 DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
+# vm.dirty_writeback_centisecs: how often the kernel's flusher looks for expired inodes (wb_kupdate in
+# fs/fs-writeback.c; Documentation/admin-guide/sysctl/vm.rst), so a write can stay unsynced for expire + this.
+DIRTY_WRITEBACK_NS = 5_000_000_000
 IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
 CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
@@ -75,12 +78,14 @@ class ModelConfig:
         (UnifiedLog.append: `if (localLog.unflushedMessages >= config.flushInterval) flush(false)`), before the
         produce response: with flush.messages=1 every acked write is on disk. By time, LogManager.flushDirtyLogs
         flushes a log older than flush.ms, but only when the flusher runs, every log.flush.scheduler.interval.ms
-        (Long.MAX by default: never). Otherwise the kernel writes dirty pages back within dirty_expire."""
+        (Long.MAX by default: never). Otherwise the kernel writes an inode dirty for dirty_expire back on the
+        flusher's next pass, at most dirty_writeback later (the power-loss layer, cluster/lazyfs.py, does the same)."""
         if self.flush_interval_messages == 1:
             return 0
+        kernel = DIRTY_EXPIRE_NS + DIRTY_WRITEBACK_NS
         if self.flush_interval_ms is not None and self.flush_check_ms is not None:
-            return min(DIRTY_EXPIRE_NS, (self.flush_interval_ms + self.flush_check_ms) * 1_000_000)
-        return DIRTY_EXPIRE_NS
+            return min(kernel, (self.flush_interval_ms + self.flush_check_ms) * 1_000_000)
+        return kernel
 
     @property
     def zookeeper_mode(self) -> bool:
@@ -117,21 +122,29 @@ class ModelConfig:
 class FaultEffect:
     t_ns: int
     action: str                  # start | heal
-    effect: str                  # kill | stop | pause | net | loss | latency | power_loss
+    effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage | slow | reassign
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
     fault: str = ""
     applied_ns: int | None = None   # a start row: when applying ended (the effect began in [t_ns, applied_ns])
+    damaged: tuple[int, ...] = ()   # damage: the partitions whose log on the nodes was damaged (a data file of theirs)
+    partition: int | None = None    # reassign: the partition moved
+    moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
         d = json.loads(details) if isinstance(details, str) else dict(details or {})
         drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
         applied = d.get("applied_ns")
+        damaged = (int(d["partition"]),) if d.get("effect") == "damage" and d.get("file") != "quorum-state" \
+            and d.get("partition") is not None else ()
+        moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
+        part = d.get("partition")
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
-                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None)
+                   probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
+                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves)
 
 
 

@@ -35,7 +35,7 @@ class _Controller(_ZooKeeperMode, _State):
         if self.zk_mode:
             return self._zk_heartbeats(t)
         for n in self.nodes:
-            if not (self.up(n) and self.reaches_controller(n)):
+            if not (self.up(n) and self.reaches_controller(n)) or self.misses_heartbeats(n):
                 self.connected_since[n] = None
                 continue
             if self.connected_since.get(n) is None:

@@ -46,13 +46,19 @@ class _Replication(_Controller):
     def _fetch_and_alter_isr(self, p: int, part: _Partition, t: int) -> set:
         """Followers that believe in the current leader and reach it copy its log (truncating what diverges); the
         leader, if it reaches the controller, shrinks followers out after replica.lag.time.max.ms and expands
-        caught-up ones back in (AlterPartition). Returns the followers that fetched."""
+        caught-up ones back in (AlterPartition). Returns the followers that fetched.
+
+        A slowed follower (effect `slow`) that lags in this replay fetches nothing: Kafka keeps a follower in the
+        ISR only while a fetch reached the leader's log end within replica.lag.time.max.ms (Replica.isCaughtUp,
+        lastCaughtUpTimeMs; Partition.getOutOfSyncReplicas names "slow followers" beside stuck ones), checked every
+        lag/2 by ReplicaManager's isr-expiration task (Partition.maybeShrinkIsr)."""
         leader = part.leader
         fetched: set = set()
         if leader is None or not self.up(leader) or part.view[leader][:2] != (leader, part.epoch):
             return fetched
         for f in part.replicas:
-            if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader):
+            if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader) \
+                    and not self.lagging(f):
                 part.logs[f] = [list(s) for s in part.logs[leader]]
                 part.caught_up[f] = t
                 fetched.add(f)
@@ -65,7 +71,45 @@ class _Replication(_Controller):
             if back:
                 self._set_isr(part, part.isr + back, list(part.isr), t, p)
                 part.elr = [r for r in part.elr if r not in back]
+            self._complete_reassignment(p, part, t)
         return fetched
+
+    def _reassign(self, p: int, target: list[int], t: int):
+        """The controller takes a new target replica set (ReplicationControlManager.changePartitionReassignment,
+        PartitionReassignmentReplicas): adding = target - replicas, removing = replicas - target, and the replica
+        set is the target plus the removing ones until the move completes. A new target replaces one in progress
+        (a move back cancels a move not yet done). New replicas start empty and outside the ISR; they fetch like
+        any follower and join the ISR once caught up (Partition.maybeExpandIsr)."""
+        part = self.parts[p]
+        if self.controller is None:
+            return                                       # no controller takes the request: nothing changes
+        removing = [r for r in part.replicas if r not in target]
+        part.adding = [r for r in target if r not in part.replicas]
+        part.removing = removing
+        part.replicas = list(target) + removing
+        for r in part.adding:
+            part.logs.setdefault(r, [])
+            part.view.setdefault(r, (None, -1, ()))
+        self.events.append({"t_ns": t, "event": "reassign", "partition": p, "replicas": list(part.replicas),
+                            "adding": list(part.adding), "removing": list(part.removing)})
+        self._complete_reassignment(p, part, t)
+
+    def _complete_reassignment(self, p: int, part: _Partition, t: int):
+        """PartitionReassignmentReplicas.maybeCompleteReassignment, applied by the controller on each ISR change
+        (PartitionChangeBuilder.completeReassignmentIfNeeded): once the ISR without the removing replicas holds
+        every target replica, the removing ones leave the replica set and the ISR; a leader that left is replaced
+        by an election among the target replicas in the ISR."""
+        if not (part.adding or part.removing) or self.controller is None:
+            return
+        isr = [r for r in part.isr if r not in part.removing]
+        replicas = [r for r in part.replicas if r not in part.removing]
+        if not isr or not replicas or not set(replicas) <= set(isr):
+            return
+        part.replicas, part.adding, part.removing = replicas, [], []
+        self._set_isr(part, isr, list(part.isr), t, p)
+        self.events.append({"t_ns": t, "event": "reassigned", "partition": p, "replicas": list(replicas)})
+        if part.leader not in replicas:
+            self._elect(p, part, t)
 
     def _track_availability(self, p: int, part: _Partition, t: int, fetched: set):
         leader = part.leader

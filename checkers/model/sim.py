@@ -11,11 +11,16 @@ class _Sim(_Replication):
     def apply(self, i: int, f: FaultEffect, t: int):
         start = f.action == "start"
         self.events.append({"t_ns": t, "event": f"{f.action} {f.effect}", "nodes": list(f.nodes)})
-        if f.effect in ("kill", "power_loss", "stop"):
+        if f.effect in ("kill", "power_loss", "stop", "damage"):
             self._apply_process(f, start, t)
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
+        elif f.effect == "slow":
+            for n in f.nodes:
+                self.slow[n] = start
+        elif f.effect == "reassign" and f.moves and f.partition in self.parts:
+            self._reassign(f.partition, list(f.moves[1] if start else f.moves[0]), t)
         elif f.effect in ("net", "loss"):
             if start and (f.effect == "net" or f.probability >= 0.5):
                 self.drops[i] = set(f.drops)
@@ -42,6 +47,8 @@ class _Sim(_Replication):
                 self.unclean_restart[n] = True
                 if f.effect == "power_loss":
                     self._lose_unflushed(n, t)
+                elif f.effect == "damage":
+                    self._lose_damaged(f, n, t)
 
     def _heal_drops(self, f: FaultEffect):
         """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""
@@ -60,6 +67,17 @@ class _Sim(_Replication):
                 self.events.append({"t_ns": t, "event": "power loss: unflushed tail dropped", "node": n,
                                     "partition": p})
         self.power_losses.append((t, n))
+
+    def _lose_damaged(self, f: FaultEffect, n, t):
+        """A damaged segment, index or leader-epoch-checkpoint: the replica's log of that partition is treated as
+        lost from the damaged point on. Where that point lies in time the model cannot tell, so from the start:
+        LogLoader's recovery after an unclean shutdown truncates the log at the first batch that fails its CRC
+        (LogSegment.recover), and the replica fetches the rest from the leader like any lagging follower."""
+        for p in f.damaged:
+            part = self.parts.get(p)
+            if part is not None and n in part.logs:
+                part.logs[n] = _cut(part.logs[n], -1)       # nothing kept
+                self.events.append({"t_ns": t, "event": "damage: replica log lost", "node": n, "partition": p})
 
     def tick(self, t: int):
         self._elect_controller(t)
@@ -108,7 +126,7 @@ class _Sim(_Replication):
         The model ends an epoch at t_ns; a write acked up to applied_ns may be that epoch's lost tail."""
         end = t
         for f in self.faults:
-            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss") and f.applied_ns \
+            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss", "damage") and f.applied_ns \
                     and f.t_ns - TICK_NS <= t <= f.applied_ns + TICK_NS:
                 end = max(end, f.applied_ns)
         return end

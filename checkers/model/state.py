@@ -25,13 +25,16 @@ class _Partition:
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
     elections: list = field(default_factory=list)     # (epoch, t, how, leader, the leader's log when elected)
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
+    adding: list = field(default_factory=list)        # a reassignment in progress: replicas joining
+    removing: list = field(default_factory=list)      # ... and replicas leaving once the new ones are in the ISR
 
 
 
 class _State:
     def __init__(self, cfg: ModelConfig, faults: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
-                 leader_fenced_first: bool = False):
+                 leader_fenced_first: bool = False, slow_mode: str = "lagging"):
         self.cfg, self.t_end, self.leader_fenced_first = cfg, t_end, leader_fenced_first
+        self.slow_mode = slow_mode              # how a CPU-starved node behaves in this replay (see run_model)
         self.faults = sorted(faults, key=lambda f: f.t_ns)
         self.events: list[dict] = []
         self.truncs: list[Window] = []
@@ -44,6 +47,7 @@ class _State:
         everyone = set(self.nodes) | set(self.voters)
         self.alive = {n: True for n in everyone}
         self.paused = {n: False for n in everyone}
+        self.slow = {n: False for n in everyone}
         self.fenced = {n: False for n in self.nodes}
         self.unclean_restart = {n: False for n in self.nodes}
         self.last_hb = {n: t_begin for n in self.nodes}
@@ -61,6 +65,10 @@ class _State:
             for f in self.faults:
                 nodes |= set(f.nodes) - set(cfg.controllers) - set(cfg.zookeeper)
         parts = {}
+        moved = {}        # the replicas a partition had before its first reassignment (the samples show both sets)
+        for f in self.faults:
+            if f.effect == "reassign" and f.action == "start" and f.moves and f.partition not in moved:
+                moved[f.partition] = list(f.moves[0])
         for p in range(cfg.partitions):
             rows = samples[samples["partition"] == p].sort_values("t_ns") if len(samples) else samples
             if len(rows):
@@ -69,10 +77,13 @@ class _State:
                 seen = [int(x) for r in rows["isr"] for x in r]
                 leader = None if pd.isna(first["leader"]) else int(first["leader"])
                 replicas = list(dict.fromkeys(([leader] if leader is not None else []) + isr + seen))
+                if p in moved:
+                    replicas = list(dict.fromkeys([r for r in [leader] + isr if r in moved[p]] + moved[p]))
+                    isr = [r for r in isr if r in replicas]
             else:
                 ordered = sorted(nodes)
                 k = p % len(ordered)
-                replicas = (ordered[k:] + ordered[:k])[:cfg.replication_factor]
+                replicas = moved.get(p) or (ordered[k:] + ordered[:k])[:cfg.replication_factor]
                 leader, isr = replicas[0], list(replicas)
             nodes |= set(replicas)
             part = _Partition(replicas=replicas, leader=leader, isr=isr)
@@ -97,6 +108,15 @@ class _State:
 
     def can(self, src, dst) -> bool:
         return self.up(src) and self.up(dst) and all((src, dst) not in d for d in self.drops.values())
+
+    def lagging(self, n) -> bool:
+        """A slowed follower that fetches too slowly to reach its leader's log end (this replay's slow mode: a
+        fenced one lags too, as it is starved; it is out of the ISR either way)."""
+        return self.slow.get(n, False) and self.slow_mode in ("lagging", "fenced")
+
+    def misses_heartbeats(self, n) -> bool:
+        """A slowed broker whose heartbeats no longer reach the controller in time (this replay's slow mode)."""
+        return self.slow.get(n, False) and self.slow_mode == "fenced"
 
     def link(self, a, b) -> bool:
         return a == b and self.up(a) or (self.can(a, b) and self.can(b, a))

@@ -42,7 +42,8 @@ def test_profile_meta_has_the_documented_keys_with_effective_values():
     assert ProducerProfile().to_meta()["retries"] == 2_147_483_647
     assert ProducerProfile(retries=3).to_meta()["retries"] == 3
     assert set(ProducerProfile().to_meta()) == {"name", "acks", "idempotent", "max_in_flight", "retries",
-                                                 "delivery_timeout_ms", "request_timeout_ms", "linger_ms", "rate"}
+                                                 "delivery_timeout_ms", "request_timeout_ms", "linger_ms", "rate",
+                                                 "client"}
 
 
 def test_a_workload_with_a_profile_the_client_rejects_fails_before_it_starts():

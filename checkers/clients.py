@@ -1,0 +1,79 @@
+"""The clients side by side: per client library, what it sent, what was acked, lost, duplicated, and its stalls.
+
+A run with `--client both` has one producer per client (meta.json `producers[].client`) writing the same profile
+to the same topic at the same time, so the brokers' faults are the same for both and what differs is the client.
+This table is a comparison, not a judgement: every row it counts was already judged with the rest of the run.
+Stalls are measured per client exactly as for the whole run (checkers/availability.py), from that client's sends
+only: a client whose writes waited while the other's were acked shows a stall the run as a whole does not.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.dataset as ds
+
+from kafka_chaos.checkers import availability
+from kafka_chaos.history.meta import RunMeta
+from kafka_chaos.history.schema import ACKED
+
+DEFAULT_CLIENT = "librdkafka"      # runs before the `client` key were all librdkafka's
+SEND_COLUMNS = ["producer", "acks", "value", "partition", "outcome", "t_invoke_ns", "t_complete_ns"]
+
+
+def producer_clients(meta: RunMeta) -> dict[str, str]:
+    """producer name -> client library, from meta.json's producer profiles."""
+    return {str(p.get("name")): str(p.get("client") or DEFAULT_CLIENT) for p in meta.producers}
+
+
+def side_by_side(meta: RunMeta) -> bool:
+    """The run names its clients (meta.json `clients`, or a `client` on some producer profile)."""
+    return bool(meta.extra.get("clients")) or any("client" in p for p in meta.producers)
+
+
+def compare(sends: pd.DataFrame, judged: pd.DataFrame, meta: RunMeta, predicted: list[tuple[int, int, int]],
+            threshold_s: float = availability.DEFAULT_THRESHOLD_S) -> dict[str, dict]:
+    """client -> {library, version, producers, sends, acked, fail, info, lost, lost_violations, duplicates,
+    nonmonotonic_send, longest_stall_s, stalled_s, stalls}. `sends`: sends.parquet's columns SEND_COLUMNS;
+    `judged`: the judged anomaly rows (kind, value, producer, classification)."""
+    by_producer = producer_clients(meta)
+    clients_meta = meta.extra.get("clients") or {}
+    client_of = sends["producer"].map(lambda p: by_producer.get(str(p), DEFAULT_CLIENT))
+    value_client = pd.Series(client_of.to_numpy(), index=sends["value"].to_numpy())
+    value_client = value_client[~value_client.index.duplicated()]
+    out: dict[str, dict] = {}
+    for client in sorted(set(client_of)):
+        mine = sends[client_of == client]
+        acked = mine[(mine["outcome"] == "ok") & mine["acks"].isin(ACKED)]
+        rows = judged[judged["value"].map(value_client) == client] if len(judged) else judged
+        lost = rows[rows["kind"] == "lost"] if len(rows) else rows
+        found = availability.stalls(*availability.reference_buckets(mine), predicted, threshold_s, meta.end_ns)
+        info = clients_meta.get(client) or {}
+        out[client] = {
+            "library": info.get("library", client), "version": info.get("version"),
+            "producers": sorted(str(p) for p in mine["producer"].unique()),
+            "sends": int(len(mine)), "acked": int(len(acked)),
+            "fail": int((mine["outcome"] == "fail").sum()), "info": int((mine["outcome"] == "info").sum()),
+            "lost": int(len(lost)), "lost_violations": int((lost["classification"] == "violation").sum()),
+            "duplicates": int((rows["kind"] == "duplicate").sum()) if len(rows) else 0,
+            "nonmonotonic_send": int((rows["kind"] == "nonmonotonic_send").sum()) if len(rows) else 0,
+            "longest_stall_s": round(max((s.seconds for s in found), default=0.0), 1),
+            "stalled_s": round(sum(s.seconds for s in found), 1),
+            "stalls": [[s.start_ns, s.end_ns, s.partition, round(s.seconds, 1)] for s in found],
+        }
+    return out
+
+
+def compare_run(sends_file: Path | str, judged: pd.DataFrame, meta: RunMeta, predicted: list[tuple[int, int, int]],
+                threshold_s: float) -> dict[str, dict] | None:
+    """verdict.json's `clients` for a run that names its clients; None for one that does not."""
+    if not side_by_side(meta):
+        return None
+    sends = ds.dataset(str(sends_file)).to_table(columns=SEND_COLUMNS).to_pandas()
+    return compare(sends, judged, meta, predicted, threshold_s)
+
+
+def summary_line(clients: dict[str, dict]) -> str:
+    """One line per client for the terminal."""
+    return "; ".join(f"{c} {v.get('version') or ''}: acked {v['acked']}, lost {v['lost']}, duplicates "
+                     f"{v['duplicates']}, longest stall {v['longest_stall_s']:.1f} s" for c, v in clients.items())

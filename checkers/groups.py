@@ -1,0 +1,129 @@
+"""Consumer groups (subscribe mode): what the group committed and read, against what Kafka promises a group.
+
+Read from history/group.parquet (each consumer's assignments, with the group's committed offset at that moment,
+revocations and commit outcomes) and the live and final reads. A small pandas pass: the group's rows are few, and
+its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
+
+- `commit_backwards` (per commit): a successful commit of a partition below an earlier successful one. The group
+  coordinator accepts a commit only from a member of the current generation (classic protocol: ILLEGAL_GENERATION
+  or UNKNOWN_MEMBER_ID otherwise, GroupCoordinator / OffsetCommit; KIP-848's consumer protocol: STALE_MEMBER_EPOCH),
+  and the current owner starts at the committed offset and commits only what it has read after it, so the committed
+  offset of a partition never decreases. Allowed only where the model predicts an unclean election or power loss
+  on the partition (a truncated log can put the committed offset out of range, and auto.offset.reset starts over).
+- `group_skip` (per record): a record in the final drain below the highest offset the group read in its partition
+  that no consumer of the group ever read. Our consumers journal a record as they receive it, before anything
+  commits it (manual: commit after the journal flush; auto: librdkafka stores an offset when it hands the record
+  over, enable.auto.offset.store, and commits what is stored), which is Kafka's at-least-once (KafkaConsumer
+  javadoc, "Offsets and Consumer Position"; librdkafka INTRODUCTION.md, "At-least-once processing"). So in both
+  modes a skip is a violation, unless the model predicts an unclean election or power loss on the partition.
+- `reread_below_commit` (per read): a consumer read a record again below the offset the group had committed for
+  that partition when the partition was assigned to it: a new owner starts at the committed offset (Kafka
+  documentation, "Consumer position"), never before it. Same exception.
+- `group_reread` (per read, never a violation): a record read again at or above that committed offset after a
+  rebalance: at-least-once delivery, what Kafka promises without transactions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
+
+GROUP_FILE = "history/group.parquet"
+GROUP_KINDS = ("commit_backwards", "group_skip", "reread_below_commit", "group_reread")
+
+
+def destructive_cause(model, partition: int) -> str | None:
+    """An unclean election or power loss the model predicts on the partition, if any (its reason)."""
+    if model is None:
+        return None
+    for w in model.risk:
+        if w.partition == partition and ("unclean" in w.reason or "power loss" in w.reason):
+            return w.reason
+    return None
+
+
+def commits_backwards(group: pd.DataFrame) -> pd.DataFrame:
+    """Successful commits below an earlier successful commit of the same partition (commit completion order)."""
+    ok = group[(group["event"] == "commit") & group["error"].isna() & group["offset"].notna()]
+    ok = ok.sort_values(["partition", "t_ns"], kind="stable").copy()
+    ok["offset"] = ok["offset"].astype("int64")
+    ok["before"] = ok.groupby("partition")["offset"].transform(lambda x: x.cummax().shift(1, fill_value=-1))
+    return ok[ok["offset"] < ok["before"]].rename(columns={"t_ns": "t_commit"})
+
+
+def skipped(group_reads: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
+    """Final-drain records below the group's highest read offset of their partition that the group never read."""
+    top = group_reads.groupby("partition")["offset"].max()
+    seen = set(zip(group_reads["partition"].astype(int), group_reads["offset"].astype(int)))
+    cand = final[final["partition"].map(top).notna()]
+    cand = cand[cand["offset"] <= cand["partition"].map(top)]
+    keys = list(zip(cand["partition"].astype(int), cand["offset"].astype(int)))
+    return cand[[k not in seen for k in keys]].drop_duplicates(["partition", "offset"])
+
+
+def rereads(group_reads: pd.DataFrame, group: pd.DataFrame) -> pd.DataFrame:
+    """Every read of a position the group had already read, with the committed offset its consumer was assigned
+    the partition with (`committed`, NaN when unknown)."""
+    r = group_reads.sort_values(["t_ns", "consumer", "seq"], kind="stable")
+    again = r[r.duplicated(["partition", "offset"], keep="first")].copy()
+    if again.empty:
+        return again.assign(committed=pd.Series(dtype="float64"))
+    assigned = group[group["event"] == "assigned"].sort_values("t_ns", kind="stable")
+    committed = np.full(len(again), np.nan)
+    for i, row in enumerate(again.itertuples(index=False)):
+        mine = assigned[(assigned["consumer"] == row.consumer) & (assigned["partition"] == row.partition)
+                        & (assigned["t_ns"] <= row.t_ns)]
+        if len(mine) and pd.notna(mine["offset"].iloc[-1]):
+            committed[i] = float(mine["offset"].iloc[-1])
+    return again.assign(committed=committed)
+
+
+def find(group: pd.DataFrame, reads: pd.DataFrame, model=None) -> pd.DataFrame:
+    """The group's anomaly instances, judged: kind, partition, offset, value, t_read_ns, t_complete_ns,
+    classification, reason."""
+    members = set(group["consumer"])
+    live = reads[(reads["phase"] == "live") & reads["consumer"].isin(members)]
+    final = reads[reads["phase"] == "final"]
+    out: list[dict] = []
+    for _, r in commits_backwards(group).iterrows():
+        out.append(_instance("commit_backwards", r, model, t_complete=int(r["t_commit"]),
+                             what=f"consumer {r['consumer']} committed offset {int(r['offset'])} of partition "
+                                  f"{int(r['partition'])} after offset {int(r['before'])} had been committed",
+                             rule="the coordinator accepts commits only from the current generation, whose owner "
+                                  "starts at the committed offset (GroupCoordinator OffsetCommit: ILLEGAL_GENERATION; "
+                                  "KIP-848: STALE_MEMBER_EPOCH)"))
+    for _, r in skipped(live, final).iterrows():
+        out.append(_instance("group_skip", r, model, value=r["value"],
+                             what=f"partition {int(r['partition'])} offset {int(r['offset'])} is in the final drain, "
+                                  "below offsets the group read, and no consumer of the group read it",
+                             rule="records are journaled on receipt before any commit covers them: at-least-once "
+                                  "(KafkaConsumer javadoc, 'Offsets and Consumer Position')"))
+    for _, r in rereads(live, group).iterrows():
+        below = pd.notna(r["committed"]) and int(r["offset"]) < int(r["committed"])
+        kind = "reread_below_commit" if below else "group_reread"
+        what = (f"consumer {r['consumer']} read partition {int(r['partition'])} offset {int(r['offset'])} again"
+                + (f", below the committed offset {int(r['committed'])} it was assigned with" if below else
+                   "" if pd.isna(r["committed"]) else f", at or above the committed offset {int(r['committed'])}"))
+        out.append(_instance(kind, r, model, value=r["value"], t_read=int(r["t_ns"]), what=what,
+                             rule="a partition's new owner starts at the committed offset (Kafka documentation, "
+                                  "'Consumer position')") if below else
+                   {"kind": kind, "partition": int(r["partition"]), "offset": int(r["offset"]), "value": r["value"],
+                    "t_read_ns": int(r["t_ns"]), "t_complete_ns": None, "classification": "allowed",
+                    "reason": what + "; allowed: at-least-once, the records after the last commit are delivered "
+                                     "again after a rebalance"})
+    return pd.DataFrame(out, columns=["kind", "partition", "offset", "value", "t_read_ns", "t_complete_ns",
+                                      "classification", "reason"])
+
+
+def _instance(kind, r, model, what: str, rule: str, value=None, t_read=None, t_complete=None) -> dict:
+    cause = destructive_cause(model, int(r["partition"]))
+    cls, why = ("allowed", f"; allowed: {cause}") if cause else ("violation", f"; {rule}")
+    return {"kind": kind, "partition": int(r["partition"]), "offset": int(r["offset"]), "value": value,
+            "t_read_ns": t_read, "t_complete_ns": t_complete, "classification": cls, "reason": what + why}
+
+
+def read_group(run_dir: Path | str) -> pd.DataFrame | None:
+    path = Path(run_dir) / GROUP_FILE
+    return ds.dataset(str(path)).to_table().to_pandas() if path.exists() else None

@@ -1,0 +1,69 @@
+"""soak without a cluster: each window a synthetic run judged by the real (pandas) checker, on an injected clock."""
+import json
+
+import pytest
+
+from kafka_chaos.base.errors import UsageError
+from kafka_chaos.harness import soak as soak_mod
+from kafka_chaos.harness.replay import Trials
+from kafka_chaos.harness.run_options import RunOptions
+from kafka_chaos.harness.runner import RunResult
+from kafka_chaos.nemesis import schedule_data
+from tests.harness.test_replay_shrink import synthetic
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+@pytest.fixture
+def windows(monkeypatch):
+    """Trials.run replaced: a window takes its planned seconds of the clock; window 3 loses writes."""
+    clock, seen = Clock(), []
+
+    def fake_run(self, opts):
+        seen.append(opts)
+        clock.t += opts.duration_s
+        run_dir = opts.results / opts.run_id
+        verdict = synthetic(run_dir, lost=opts.run_id == "w0003")
+        return RunResult(run_dir, 0 if verdict["valid"] else 1, verdict, None)
+
+    monkeypatch.setattr(Trials, "run", fake_run)
+    return clock, seen
+
+
+def test_windows_run_until_the_duration_with_a_running_verdict(tmp_path, windows, capsys):
+    clock, seen = windows
+    base = RunOptions(scenario=None, seed=5, results=tmp_path, engine="pandas")
+    state = soak_mod.soak(base, duration_s=600, window_s=120, keep_segments=1, clock=clock)
+    assert [w.index for w in state.windows] == [1, 2, 3, 4, 5]                # 5 x 120 s fit in 600 s
+    assert all(o.seed == 5 and o.duration_s == 120 for o in seen)
+    # each window's plan is its own seeded schedule file, and together they draw on many fault classes
+    plans = [schedule_data.read(o.schedule_file) for o in seen]
+    assert plans[0].steps != plans[1].steps
+    assert plans[0].steps == tuple(soak_mod.window_plan(5, 1, 120))
+    assert len({s.fault.name for p in plans for s in p.steps}) >= 8
+    assert all(s.heal_s <= 120 - 15 for p in plans for s in p.steps)       # each window ends fault-free
+    out = capsys.readouterr().out
+    assert "soak window 2: VALID so far" in out and "soak window 3: VIOLATION in window(s) 3" in out
+    # the banner each run shows is the running verdict before it
+    assert seen[3].banner.startswith("soak window 4: VIOLATION in window(s) 3")
+    # rotation: valid windows but the last keep only verdict, meta and plan; the violating one keeps everything
+    for w in state.windows[:-1]:
+        assert (w.run_dir / "history").exists() == (w.index == 3)
+        assert (w.run_dir / "verdict.json").exists()
+    assert (state.windows[-1].run_dir / "history").exists()
+    report = json.loads((state.root / "soak.json").read_text())
+    assert report["done"] and report["sums"]["lost"] == 2 and report["running_verdict"].startswith("VIOLATION")
+    md = (state.root / "soak.md").read_text()
+    assert md.count("| VIOLATION in window(s) 3") == 3 and md.count("| VALID so far") == 2
+    assert all(w.rss_mib > 0 for w in state.windows)
+
+
+def test_bad_durations(tmp_path, windows):
+    with pytest.raises(UsageError, match="30 s or more"):
+        soak_mod.soak(RunOptions(scenario=None, results=tmp_path), duration_s=600, window_s=10)
