@@ -1,6 +1,6 @@
 // Moves one partition's replicas with Kafka's own Admin client (alterPartitionReassignments, KIP-455), for the
 // `partition-reassign` fault: librdkafka, and so confluent-kafka, has no such call. Run inside a broker container
-// with the JDK's single-file source launcher: java -cp '/opt/kafka/libs/*' Reassign.java BOOTSTRAP TOPIC PART 1,2,3
+// (nemesis/reassign.py compiles it there once): java -cp DIR:'/opt/kafka/libs/*' Reassign BOOTSTRAP TOPIC PART 1,2,3
 import java.util.*;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.*;

@@ -1,7 +1,7 @@
 """Fault events: one per start and per heal, the rows of history/faults.parquet (see docs/history.md).
 
 `details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency, power_loss, damage,
-slow, proxy, reassign.
+slow, reassign.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency", "power_loss", "damage")
-EFFECTS += ("slow", "proxy", "reassign")      # CPU-starved nodes, Toxiproxy toxics, a moved replica set
+EFFECTS += ("slow", "reassign")      # CPU-starved nodes, a moved replica set
 CLIENT = "client"        # the workload host in a drop pair
 
 

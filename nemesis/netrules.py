@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 CHAIN = "KAFKA-CHAOS"
 COMMENT_PREFIX = "kafka-chaos"
-IPT = "iptables -w 5"
+IPT = "iptables -w 30"     # a loaded machine can hold the xtables lock for seconds
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,21 @@ def has_namespace(node: Node) -> bool:
 
 
 def _ensure_chain_script() -> str:
-    return (f"{IPT} -N {CHAIN} 2>/dev/null; "
+    # Every step must succeed: rules in a chain that INPUT/OUTPUT do not jump to drop nothing, and a fault that
+    # dropped nothing must not be recorded as applied (the model would judge the run by a partition that never was).
+    return ("set -e; "
+            f"{IPT} -N {CHAIN} 2>/dev/null || {IPT} -S {CHAIN} >/dev/null; "
             f"{IPT} -C INPUT -j {CHAIN} 2>/dev/null || {IPT} -I INPUT 1 -j {CHAIN}; "
             f"{IPT} -C OUTPUT -j {CHAIN} 2>/dev/null || {IPT} -I OUTPUT 1 -j {CHAIN}; ")
 
 
 def add_rules(node: Node, rules: list[Rule], tag: str) -> None:
-    """Add the rules (once each: re-adding is a no-op), creating the chain and its jumps if needed."""
-    script = _ensure_chain_script() + "set -e; " + " ".join(
-        f"{IPT} -C {CHAIN} {r.spec(tag)} 2>/dev/null || {IPT} -A {CHAIN} {r.spec(tag)};" for r in rules)
+    """Add the rules (once each: re-adding is a no-op), creating the chain and its jumps if needed; then check
+    that the jumps and every rule are in place, so a fault is recorded as applied only when it is."""
+    script = _ensure_chain_script() + " ".join(
+        f"{IPT} -C {CHAIN} {r.spec(tag)} 2>/dev/null || {IPT} -A {CHAIN} {r.spec(tag)};" for r in rules) + \
+        f" {IPT} -C INPUT -j {CHAIN}; {IPT} -C OUTPUT -j {CHAIN}; " + " ".join(
+        f"{IPT} -C {CHAIN} {r.spec(tag)};" for r in rules)
     rc, out = run_in_netns(node, script)
     if rc != 0:
         raise NodeCommandError(f"adding iptables rules on {node} failed ({rc}): {out.strip()}")

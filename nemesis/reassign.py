@@ -1,14 +1,16 @@
 """Reassignment under fire: move one partition's replicas to another set of brokers, and back on heal.
 
 Kafka's Admin API does it (alterPartitionReassignments, KIP-455); librdkafka, hence confluent-kafka, lacks the call,
-so Reassign.java, next to this module, makes it with Kafka's own Java client, run by the JDK's single-file source
-launcher inside a running broker's container (the image has the JDK's compiler module and kafka-clients). The
+so Reassign.java, next to this module, makes it with Kafka's own Java client inside a running broker's container
+(the image has kafka-clients and the JDK's compiler module, though no javac launcher: the class is compiled once
+per container, by its hash, with `java -m jdk.compiler/...Main`, as a JVM start costs seconds on a busy box). The
 controller then adds the new replicas, waits until they are in the ISR and only then drops the old ones
 (PartitionReassignmentReplicas, PartitionChangeBuilder.completeReassignmentIfNeeded); the model mirrors that.
 """
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import random
 from pathlib import Path
@@ -29,9 +31,13 @@ def move(cluster, topic: str, partition: int, replicas: list[int]) -> None:
     if not running:
         raise FaultError("no broker is running to run the reassignment from", "heal the cluster first")
     bootstrap = ",".join(f"{b.ip}:{BROKER_PORT}" for b in running)
-    src = base64.b64encode(SOURCE.read_bytes()).decode()
-    script = (f"mkdir -p /tmp/kc && echo {src} | base64 -d > /tmp/kc/Reassign.java && "
-              f"java -Xmx128m -cp '/opt/kafka/libs/*' /tmp/kc/Reassign.java {bootstrap} {topic} {partition} "
+    source = SOURCE.read_bytes()
+    src, tag = base64.b64encode(source).decode(), hashlib.sha256(source).hexdigest()[:12]
+    d, jvm = f"/tmp/kc-{tag}", "java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    script = (f"if [ ! -f {d}/Reassign.class ]; then mkdir -p {d} && echo {src} | base64 -d > {d}/Reassign.java && "
+              f"{jvm} -m jdk.compiler/com.sun.tools.javac.Main -nowarn "
+              f"-cp \"$(ls /opt/kafka/libs/kafka-clients-*.jar)\" -d {d} "
+              f"{d}/Reassign.java; fi && {jvm} -cp '{d}:/opt/kafka/libs/*' Reassign {bootstrap} {topic} {partition} "
               + ",".join(str(r) for r in replicas))
     rc, out = running[0].exec(["bash", "-c", script], check=False)
     if rc != 0:
