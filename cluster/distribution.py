@@ -32,7 +32,7 @@ METADATA_MAX_AGE_S = 24 * 3600
 # skipped by the default only this long; then resolving it is tried again.
 UNRESOLVABLE_RETRY_S = 3600
 # The oldest release line Debian 12's JRE (openjdk-17) runs here, in ZooKeeper mode: see README "Older releases".
-OLDEST_SUPPORTED = (1, 0, 0)
+OLDEST_SUPPORTED = (1, 1, 0)
 
 
 def artifact(version: str) -> str:

@@ -54,6 +54,7 @@ class _State:
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
         self.controller: int | None = self._first_controller(samples) if self.zk_mode else min(self.voters)
         self.offline_pending: set[int] = set()      # ZooKeeper mode: expired brokers no controller handled yet
+        self.registered_at: dict[int, int] = {}     # ZooKeeper mode: when a broker registered again after expiry
         self.power_losses: list[tuple[int, int]] = []     # (t, broker)
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
 

@@ -111,3 +111,13 @@ def test_before_27_an_isolated_leader_that_still_reaches_zookeeper_can_shrink_it
     f = FaultEffect(t_ns=T0 + 10 * S, action="start", effect="net", nodes=(1,), fault="leader-cut", drops=tuple(cut))
     old = run_model(cfg(version="2.4.1", session_ms=6_000), [f], t_begin=T0, t_end=T0 + 60 * S)
     assert any(e["event"] == "isr" and e["isr"] == [1] for e in old.events)      # written to ZooKeeper directly
+
+
+def test_a_deposed_leader_back_from_an_expired_session_is_told_only_after_the_controller_handled_its_return():
+    from kafka_chaos.checkers.model.zookeeper import ZK_BROKER_STARTUP_NS
+
+    timeline = [isolate(1, T0 + 10 * S), isolate(1, T0 + 40 * S, "heal")]
+    model = run_model(cfg(acks=("1",), min_isr=1), timeline, samples(3), t_begin=T0, t_end=T0 + 200 * S)
+    zombie = [w for w in model.risk if "zombie leader 1" in w.reason]
+    # it re-registers at the heal; its LeaderAndIsr comes once the controller handled that (Kafka bounds neither)
+    assert zombie and max(w.end_ns for w in zombie) == pytest.approx(T0 + 40 * S + ZK_BROKER_STARTUP_NS, abs=0.5 * S)
