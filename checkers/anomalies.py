@@ -49,8 +49,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     run_ids = list(runs)
     sends = load(spark, runs, "sends.parquet", SEND_COLUMNS)
     reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
-    n_sends = row_count(runs, "sends.parquet")
-    rows = n_sends + row_count(runs, "reads.parquet")
+    rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
 
     # Independent queries run concurrently, the per-value pass submitted first: Spark schedules jobs in the order
     # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
@@ -61,8 +60,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
         read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         doubles = pool.submit(lambda: divergent.double_acked(
-            sends, divergent.runs_without_positions(send_summary.result()),
-            shuffle_partitions(spark, n_sends, ROWS_PER_SHUFFLE_PARTITION)))
+            spark, sends, divergent.runs_without_positions(send_summary.result())))
         buckets = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)

@@ -56,9 +56,17 @@ def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:
     return {int(r) for r in ok0["run"]}
 
 
-def double_acked(sends: DataFrame, unplaced: set[int], partitions: int) -> pd.DataFrame:
+def double_acked(spark: SparkSession, sends: DataFrame, unplaced: set[int]) -> pd.DataFrame:
+    """(run, partition, offset) acked twice, outside the runs in `unplaced`: the buckets first, then the positions
+    in just those."""
     placed = sends if not unplaced else sends.where(~F.col("run").isin(*sorted(unplaced)))
-    return to_pandas(hub.double_acked(placed, partitions), "double acks")
+    buckets = to_pandas(hub.crowded_buckets(placed), "double acks: buckets")
+    if not len(buckets):
+        return pd.DataFrame(columns=AT)
+    keys = q.small_frame(spark, [(int(r), int(p), int(b)) for r, p, b in
+                                 zip(buckets["run"], buckets["partition"], buckets["bucket"])],
+                         "run int, partition int, bucket long")
+    return to_pandas(hub.double_acked(placed, keys), "double acks")
 
 
 def candidates(found: pd.DataFrame, amb_positions: pd.DataFrame, doubles: pd.DataFrame,

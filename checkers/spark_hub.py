@@ -96,14 +96,27 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
 
 
-def double_acked(sends: DataFrame, partitions: int) -> DataFrame:
-    """(run, partition, offset) at which two or more sends were acked: the one way two values can both sit where
-    they were acked, be read there, and so make a divergent position no stray read points to."""
-    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0)).select("run", "partition", "offset")
-    # Almost every position is acked once: a map-side partial count would only copy every row into a hash map
-    # first. Partitioned by the key up front, Spark counts in one pass after the exchange.
-    keyed = placed.repartition(partitions, "run", "partition", "offset")
-    return keyed.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
+def crowded_buckets(sends: DataFrame) -> DataFrame:
+    """(run, partition, bucket) of the 32768-offset buckets in which two or more sends were acked at one offset:
+    the one way two values can both sit where they were acked, be read there, and so make a divergent position no
+    stray read points to.
+
+    Per bucket, the number of acked sends against the number of distinct offsets among them, counted in a bitmap
+    (Spark's bitmap_construct_agg): equal unless an offset was acked twice. The bitmaps merge map-side, so only a
+    few hundred rows cross the shuffle, where grouping by position would move every send."""
+    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0))
+    per = placed.groupBy("run", "partition", F.bitmap_bucket_number("offset").alias("bucket")).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.bitmap_count(F.bitmap_construct_agg(F.bitmap_bit_position("offset"))).alias("distinct"))
+    return per.where(F.col("n") > F.col("distinct")).select("run", "partition", "bucket")
+
+
+def double_acked(sends: DataFrame, buckets: DataFrame) -> DataFrame:
+    """(run, partition, offset) at which two or more sends were acked, within the `crowded_buckets`."""
+    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0)) \
+        .select("run", "partition", "offset", F.bitmap_bucket_number("offset").alias("bucket"))
+    crowded = placed.join(F.broadcast(buckets), ["run", "partition", "bucket"], "left_semi")
+    return crowded.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
 
 
 def position_extremes(reads: DataFrame) -> DataFrame:

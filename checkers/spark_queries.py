@@ -209,14 +209,11 @@ def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
 def poll_gaps(reads: DataFrame) -> DataFrame:
     """Steps a -> b > a + 1 of a live consumer through a partition: (run, consumer, partition, seq of b, a, b)."""
     live = reads.where(F.col("phase") == "live") \
-        .withColumn("stream", F.xxhash64("run", "consumer", "partition"))
+        .select("run", F.xxhash64("run", "consumer", "partition").alias("stream"), "consumer", "partition", "seq",
+                "offset")
     steps = Window.partitionBy("stream").orderBy("seq")     # one integer sort key first, as in nonmonotonic_sends
-    # Only numbers go through the exchange and the sort; the few steps that jump get their consumer back after
-    # (when none jumps, adaptive execution drops that join).
-    jumps = live.select("run", "stream", "partition", "seq", "offset") \
-        .withColumn("from_offset", F.lag("offset").over(steps)) \
-        .where(F.col("offset") > F.col("from_offset") + 1)
-    return live.select("run", "stream", "seq", "consumer").join(jumps, ["run", "stream", "seq"]).drop("stream")
+    return live.withColumn("from_offset", F.lag("offset").over(steps)) \
+        .where(F.col("offset") > F.col("from_offset") + 1).drop("stream")
 
 
 def gaps_with_reads_between(reads: DataFrame, gaps: DataFrame) -> DataFrame:
