@@ -1,0 +1,65 @@
+"""Benchmark (not a test): single checker queries against their plain formulations, warm, in one Spark session.
+
+What it times, alternating, N rounds (the first round pays the JIT; read the later ones):
+  doubles plain:   group every acked send by position, keep positions with two or more;
+  doubles bitmap:  spark_hub.crowded_buckets + double_acked (what the check does);
+  buckets plain:   ack islands and pending islands as two queries;
+  buckets merged:  spark_queries.availability_buckets (one scan, what the check does).
+
+    python bench/query_bench.py /tmp/kafka-chaos-bench/bench-10000000-p12 [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+from kafka_chaos.checkers import spark_divergent
+from kafka_chaos.checkers import spark_queries as q
+from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+from kafka_chaos.checkers.spark import get_spark
+from kafka_chaos.checkers.spark_collect import SEND_COLUMNS, load, to_pandas
+from kafka_chaos.history.schema import ACKED
+
+
+def plain_doubles(sends):
+    placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0))
+    return to_pandas(placed.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2))
+
+
+def plain_buckets(sends):
+    def islands(rows, key, first, last):
+        b = rows.groupBy("run", "partition", F.expr(f"{key} div {BUCKET_NS}").alias("b")) \
+            .agg(F.min(first).alias("first"), F.max(last).alias("last")).drop("b")
+        return to_pandas(q.islands(b, BUCKET_NS))
+    acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull())
+    return (islands(acked.where(F.col("outcome") == "ok"), "t_complete_ns", "t_complete_ns", "t_complete_ns"),
+            islands(acked, "t_invoke_ns", "t_invoke_ns", F.coalesce(F.col("t_complete_ns"), F.lit(NEVER))))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    spark = get_spark()
+    sends = load(spark, {"run": args.run}, "sends.parquet", SEND_COLUMNS)
+    cases = {
+        "doubles plain": lambda: plain_doubles(sends),
+        "doubles bitmap": lambda: spark_divergent.double_acked(spark, sends, set()),
+        "buckets plain": lambda: plain_buckets(sends),
+        "buckets merged": lambda: to_pandas(q.availability_buckets(sends, BUCKET_NS, NEVER)),
+    }
+    for r in range(args.rounds):
+        for name, case in cases.items():
+            t = time.perf_counter()
+            case()
+            print(f"round {r}  {name:<15} {time.perf_counter() - t:6.2f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
