@@ -187,7 +187,7 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
               disagreements: list[dict] | None = None):
     """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings).
     disagreements: observed.model_disagreements(model, samples), if already computed."""
-    complete = completeness(meta, found.final_reads, found.acked_partitions)
+    complete = completeness(meta, found.final_reads, found.acked_partitions, found.counts.sends)
     acks = set(model.config.acks)
     predicted = [(w.start_ns, w.end_ns, w.partition) for w in model.unavailable if acks & set(w.acks)]
     stalls = availability.stalls(found.ack_buckets, found.pending_buckets, predicted, settings.stall_threshold_s,

@@ -35,12 +35,17 @@ class Completeness:
                 "partitions": {str(p): why for p, why in sorted(self.incomplete.items())}}
 
 
-def completeness(meta: RunMeta, final_reads_by_partition: dict[int, int], acked_partitions: set[int]) -> Completeness:
+def completeness(meta: RunMeta, final_reads_by_partition: dict[int, int], acked_partitions: set[int],
+                 sends: int | None = None) -> Completeness:
     """Judge the drain from meta.json (`drain`, `interrupted`) and, for runs that did not record their drain, from
-    the reads themselves: a partition that acked writes and that no final read touched was not drained."""
+    the reads themselves: a partition that acked writes and that no final read touched was not drained.
+    sends: how many sends the history holds; none at all means the workload never ran, which tests nothing."""
     every = range(meta.partitions)
     incomplete: dict[int, str] = {}
     run: list[str] = []
+    if sends == 0:
+        run.append("the history holds no send: the workload never wrote, so nothing was tested (logs/ says why "
+                   "the producers did not run)")
     if meta.interrupted:
         run.append(f"the run was interrupted ({meta.interrupted}); its history stops there")
     drain = meta.drain

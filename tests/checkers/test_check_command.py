@@ -79,10 +79,12 @@ def test_a_run_with_no_faults_file_and_no_cluster_samples_still_checks(tmp_path)
     assert json.loads((run / "verdict.json").read_text())["predicted"]["unavailable_windows"] == []
 
 
-def test_an_empty_history_is_valid(tmp_path):
+def test_an_empty_history_gets_no_verdict(tmp_path):
     run = write_run(tmp_path / "empty", [], [])
-    assert check(run) == 0
-    assert json.loads((run / "verdict.json").read_text())["counts"]["sends"] == 0
+    assert check(run) == 3                       # a workload that never wrote tested nothing: never a pass
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["counts"]["sends"] == 0 and verdict["valid"] is None
+    assert "holds no send" in verdict["incomplete"]["run"][0]
 
 
 def test_an_existing_verdict_is_kept_unless_forced(tmp_path, capsys):

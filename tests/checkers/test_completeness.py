@@ -45,3 +45,9 @@ def test_the_reasons_are_written_per_partition():
     c = completeness(meta(drain={"healthy": True, "incomplete": [1]}), {0: 1}, {0})
     assert c.as_dict() == {"status": "incomplete", "run": [],
                            "partitions": {"1": "the final drain did not read this partition to its end"}}
+
+
+def test_a_history_without_a_single_send_cannot_be_judged():
+    c = completeness(meta(drain={"healthy": True, "incomplete": []}), {}, set(), sends=0)
+    assert c.status == "incomplete" and "no send" in c.run_reasons[0]
+    assert completeness(meta(drain={"healthy": True, "incomplete": []}), {0: 1}, {0}, sends=1).status == "complete"
