@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -131,13 +132,15 @@ class Standalone:
 
     def files_outside(self, allowed: Path, top: Path = Path("/tmp")) -> set[str]:
         """Files under `top` but outside `allowed` that a process of ours holds open now (a JVM's own perf-data
-        file excepted, which it removes at exit): where its scratch would be if the redirection missed it."""
+        file excepted, which it removes at exit): where its scratch would be if the redirection missed it. The
+        installation itself (this virtualenv's pyspark jars) is not scratch, even when the checkout lives in /tmp."""
         found = set()
+        installed = (f"{Path(sys.prefix).resolve()}/", f"{Path(sys.base_prefix).resolve()}/")
         for pid in self.leftovers():
             try:
                 targets = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
             except OSError:
                 continue
             found |= {t for t in targets if t.startswith(f"{top}/") and not t.startswith(f"{allowed}/")
-                      and not t.startswith(f"{top}/hsperfdata_")}
+                      and not t.startswith(f"{top}/hsperfdata_") and not t.startswith(installed)}
         return found
