@@ -219,10 +219,11 @@ def _with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mod
                             columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
     extra = []
     if group is not None:
-        extra.append(groups.find(group, reads, model))
+        extra.append(groups.find(group, reads, model, groups.read_kills(run_dir), meta.extra.get("consumer_commit")))
     if txn_rows is not None:
         final = set(reads.loc[reads["phase"] == "final", "value"])
         extra.append(txns.find(txn_rows, final, meta.partitions, complete.incomplete, model))
+        extra.append(txns.out_of_order(txn_rows, reads[reads["phase"] == "final"], complete.incomplete))
     parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
     if not parts:
         return judged

@@ -16,6 +16,16 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   over, enable.auto.offset.store, and commits what is stored), which is Kafka's at-least-once (KafkaConsumer
   javadoc, "Offsets and Consumer Position"; librdkafka INTRODUCTION.md, "At-least-once processing"). So in both
   modes a skip is a violation, unless the model predicts an unclean election or power loss on the partition.
+  One exception, a member's process killed (`consumer-kill`, faults.parquet effect `consumer_kill`) in auto mode:
+  a record is journaled on receipt into a buffer written to disk every flush (a quarter second), while librdkafka
+  stores its offset as it hands it over and commits the stored offsets from a background thread
+  (CONFIGURATION.md: enable.auto.offset.store "automatically store offset of last message provided to
+  application", enable.auto.commit "periodically commit offsets in the background"). Records the killed member
+  received after its last flush can thus be committed and never journaled: for a crashed application that is
+  at-most-once, which auto commit allows. A skip is allowed when the killed member held the partition at the
+  kill, the record lies above everything it journaled of that partition since it was assigned it, and below the
+  committed offset the partition's next owner started from. Manual mode commits only after the journal flush, so
+  a skip across a kill stays a violation there.
 - `reread_below_commit` (per read): a consumer read a record again below the offset the group had committed for
   that partition when the partition was assigned to it: a new owner starts at the committed offset (Kafka
   documentation, "Consumer position"), never before it. Same exception.
@@ -24,6 +34,7 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +42,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 GROUP_FILE = "history/group.parquet"
+FAULTS_FILE = "history/faults.parquet"
 GROUP_KINDS = ("commit_backwards", "group_skip", "reread_below_commit", "group_reread")
 
 
@@ -80,9 +92,32 @@ def rereads(group_reads: pd.DataFrame, group: pd.DataFrame) -> pd.DataFrame:
     return again.assign(committed=committed)
 
 
-def find(group: pd.DataFrame, reads: pd.DataFrame, model=None) -> pd.DataFrame:
+def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFrame) -> str | None:
+    """Why skipped record `r` may be one a killed member received but never journaled (auto commit), or None."""
+    p, off = int(r["partition"]), int(r["offset"])
+    mine = group[(group["partition"] == p) & group["event"].isin(("assigned", "revoked"))].sort_values(
+        "t_ns", kind="stable")
+    for k in kills.itertuples(index=False):
+        before = mine[(mine["consumer"] == k.consumer) & (mine["t_ns"] <= k.t_ns)]
+        if before.empty or before["event"].iloc[-1] != "assigned":
+            continue                                   # the killed member did not hold p at the kill
+        since, start = int(before["t_ns"].iloc[-1]), before["offset"].iloc[-1]
+        got = live[(live["consumer"] == k.consumer) & (live["partition"] == p) & (live["t_ns"] >= since)]
+        low = int(got["offset"].max()) if len(got) else (int(start) - 1 if pd.notna(start) else -1)
+        after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > k.t_ns) & mine["offset"].notna()]
+        if after.empty or not low < off < int(after["offset"].iloc[0]):
+            continue
+        return (f"consumer {k.consumer} was killed holding partition {p}, having journaled it up to offset {low}; "
+                f"the next owner started at the committed offset {int(after['offset'].iloc[0])}: auto commit "
+                "commits what librdkafka handed over (enable.auto.offset.store), journaled or not, so a killed "
+                "consumer's last records are delivered at most once (librdkafka CONFIGURATION.md)")
+    return None
+
+
+def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFrame | None = None,
+         commit: str | None = None) -> pd.DataFrame:
     """The group's anomaly instances, judged: kind, partition, offset, value, t_read_ns, t_complete_ns,
-    classification, reason."""
+    classification, reason. `kills`: the consumer_kill starts (consumer, t_ns); `commit`: meta's consumer_commit."""
     members = set(group["consumer"])
     live = reads[(reads["phase"] == "live") & reads["consumer"].isin(members)]
     final = reads[reads["phase"] == "final"]
@@ -95,6 +130,13 @@ def find(group: pd.DataFrame, reads: pd.DataFrame, model=None) -> pd.DataFrame:
                                   "starts at the committed offset (GroupCoordinator OffsetCommit: ILLEGAL_GENERATION; "
                                   "KIP-848: STALE_MEMBER_EPOCH)"))
     for _, r in skipped(live, final).iterrows():
+        why = killed_holder(r, group, live, kills) if commit == "auto" and kills is not None and len(kills) else None
+        if why:
+            out.append({"kind": "group_skip", "partition": int(r["partition"]), "offset": int(r["offset"]),
+                        "value": r["value"], "t_read_ns": None, "t_complete_ns": None, "classification": "allowed",
+                        "reason": f"partition {int(r['partition'])} offset {int(r['offset'])} was skipped; allowed: "
+                                  + why})
+            continue
         out.append(_instance("group_skip", r, model, value=r["value"],
                              what=f"partition {int(r['partition'])} offset {int(r['offset'])} is in the final drain, "
                                   "below offsets the group read, and no consumer of the group read it",
@@ -122,6 +164,18 @@ def _instance(kind, r, model, what: str, rule: str, value=None, t_read=None, t_c
     cls, why = ("allowed", f"; allowed: {cause}") if cause else ("violation", f"; {rule}")
     return {"kind": kind, "partition": int(r["partition"]), "offset": int(r["offset"]), "value": value,
             "t_read_ns": t_read, "t_complete_ns": t_complete, "classification": cls, "reason": what + why}
+
+
+def read_kills(run_dir: Path | str) -> pd.DataFrame:
+    """The consumer_kill fault starts of a run (consumer, t_ns): the members killed, and when."""
+    path = Path(run_dir) / FAULTS_FILE
+    rows = []
+    if path.exists():
+        for f in pd.read_parquet(path, columns=["t_ns", "action", "details"]).itertuples(index=False):
+            d = json.loads(f.details) if f.details else {}
+            if f.action == "start" and d.get("effect") == "consumer_kill":
+                rows.append({"consumer": d.get("consumer"), "t_ns": int(f.t_ns)})
+    return pd.DataFrame(rows, columns=["consumer", "t_ns"])
 
 
 def read_group(run_dir: Path | str) -> pd.DataFrame | None:

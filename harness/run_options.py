@@ -96,7 +96,10 @@ class RunOptions:
         for p in self.profiles():
             p.validate()
         self.check_settings()                    # bad stall options fail before any container starts
-        self.plan()                              # unknown faults or impossible shapes fail here
+        steps = self.plan()                      # unknown faults or impossible shapes fail here
+        if self.consumer_mode != "subscribe" and any(s.fault.name == "consumer-kill" for s in steps):
+            raise UsageError(f"{self.scenario}: consumer-kill kills a consumer-group member, and this run has no "
+                             "group", "add --consumer-mode subscribe")
         return self
 
     def _schedule_file(self):

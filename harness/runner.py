@@ -89,7 +89,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
                                                              consumers=opts.consumers,
                                                              consumer_clients=opts.clients(),
                                                              consumer_mode=opts.consumer_mode, commit=opts.commit))
-        nemesis = Nemesis(cluster, history.record_fault)
+        nemesis = Nemesis(cluster, history.record_fault, consumers=workload.group_members())
         faults = ScheduleRunner(nemesis, steps)
         display.phase("workload")
         workload.start()

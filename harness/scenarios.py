@@ -75,6 +75,19 @@ def reassign_under_fire(duration_s: float) -> Schedule:
                once(duration_s * 0.5, spec("leader-kill", topic=TOPIC), max(duration_s * 0.2, 10.0)))
 
 
+def with_consumer_kill(fault: str, **args) -> Callable[[float], Schedule]:
+    """`fault` in cycles, and in each cycle, a third of the way in (at most 3 s), one consumer-group member's process
+    killed, replaced when the cycle ends: the group loses a member without a LeaveGroup while a broker fault runs,
+    and rebalances twice (its session expiring, its replacement joining), before and after the fault heals."""
+    def build(duration_s: float) -> Schedule:
+        on, off = _window(duration_s)
+        n = max(1, int((duration_s - off) // (on + off)))
+        shift = min(3.0, on / 3)
+        kills = sequence([once(off + shift, spec("consumer-kill"), on - shift) for _ in range(n)])
+        return mix(cycles(fault, **args)(duration_s), kills)
+    return build
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -84,6 +97,7 @@ class Scenario:
     replication_factor: int = 3
     duration_s: float = 60.0
     cluster_overrides: dict = field(default_factory=dict)
+    consumer_group: bool = False         # its faults act on a consumer group: runs need --consumer-mode subscribe
 
     def plan(self, seed: int, duration_s: float):
         return self.schedule(duration_s).plan(seed, duration_s)
@@ -92,6 +106,9 @@ class Scenario:
 CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("leader-kill", "kill -9 the leader of chaos/0, restart it; repeated",
              cycles("leader-kill", topic=TOPIC)),
+    Scenario("consumer-and-leader-kill", "kill -9 the leader of chaos/0 and, 3 s later, a consumer-group member's "
+             "process (needs --consumer-mode subscribe); restart the leader, start a new member; repeated",
+             with_consumer_kill("leader-kill", topic=TOPIC), consumer_group=True),
     Scenario("follower-kill", "kill -9 a follower of chaos/0, restart it; repeated",
              cycles("follower-kill", topic=TOPIC)),
     Scenario("leader-pause", "freeze the leader of chaos/0 (docker pause) until it is fenced, resume it; repeated",

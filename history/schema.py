@@ -113,4 +113,4 @@ ANOMALY_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "divergent",
                  # consumer groups (subscribe mode, history/group.parquet): checkers/groups.py
                  "commit_backwards", "group_skip", "reread_below_commit", "group_reread",
                  # transactions (--transactions, history/txns.parquet): checkers/txns.py
-                 "txn_incomplete")
+                 "txn_incomplete", "txn_out_of_order")

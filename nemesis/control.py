@@ -13,6 +13,7 @@ import threading
 from kafka_chaos.base.errors import HarnessError
 from kafka_chaos.nemesis import netrules, throttle
 from kafka_chaos.nemesis.base import Fault
+from kafka_chaos.nemesis.consumers import ConsumerKill
 from kafka_chaos.nemesis.events import Record, discard
 
 log = logging.getLogger(__name__)
@@ -24,15 +25,18 @@ def _restarted_nodes(events) -> set[int]:
 
 
 class Nemesis:
-    def __init__(self, cluster, record: Record = discard):
+    def __init__(self, cluster, record: Record = discard, consumers=None):
         self.cluster = cluster
         self.record = record
+        self.consumers = consumers      # a run's group members (nemesis.consumers.ConsumerProcesses), for consumer-kill
         self.active: list[Fault] = []
         self._lock = threading.RLock()
 
     def start(self, fault: Fault) -> Fault:
         with self._lock:
             seen = len(fault.events)
+            if isinstance(fault, ConsumerKill):
+                fault.bind(self.consumers)
             try:
                 fault.start(self.cluster, self.record)
             finally:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import latency, network, process, reassign, storage, throttle
+from kafka_chaos.nemesis import consumers, latency, network, process, reassign, storage, throttle
 from kafka_chaos.nemesis.base import (
     AllBrokers,
     Controller,
@@ -154,6 +154,12 @@ _TYPES += [
     FaultType("partition-reassign", "move TOPIC/PARTITION's replicas: one (drawn by seed) swapped for a broker "
               "outside the set (needs more brokers than replicas); heal moves them back",
               lambda a: reassign.PartitionReassign(a.topic, a.partition, a.seed), takes_target=False),
+]
+
+# client processes (nemesis/consumers.py): the run's consumer group, handed to the Nemesis by the harness
+_TYPES += [
+    FaultType("consumer-kill", consumers.ConsumerKill.description, lambda a: consumers.ConsumerKill(a.seed),
+              takes_target=False),
 ]
 
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}

@@ -126,6 +126,8 @@ class Workload:
         self._read_counters = self._ctx.Array("q", max(1, self._n_consumers), lock=False)
         self._producers: list = []
         self._consumers: list = []
+        self.members: dict[str, tuple] = {}    # subscribe mode: group member name -> (spec, process), alive ones
+        self._retired_reads = 0                # reads counted by member processes killed since (consumer-kill)
         self._sampler: ClusterSampler | None = None
         self._started_ns: int | None = None
         self._last = (time.monotonic(), 0)
@@ -248,7 +250,29 @@ class Workload:
                                  name=name, daemon=False)
         proc.start()
         into.append(proc)
+        if isinstance(spec, GroupConsumerSpec):
+            self.members[spec.name] = (spec, proc)
         return ready, proc
+
+    # ---- group members as the consumer-kill fault sees them (workloads/members.py) ----------------------------
+    def group_members(self):
+        """The consumer-group members a fault may kill and replace (None unless subscribe mode)."""
+        if self.config.consumer_mode != "subscribe" or not self.config.consumers:
+            return None
+        from kafka_chaos.workloads.members import GroupMembers
+
+        return GroupMembers(self)
+
+    def spawn_member(self, target, spec):
+        return self._spawn(target, spec, self._stop_consumers, self._read_counters, self._consumers,
+                           f"consumer-{spec.name}")
+
+    def retire(self, proc, index: int) -> None:
+        """A killed member's process leaves the workload; its reads stay counted."""
+        if proc in self._consumers:
+            self._consumers.remove(proc)
+        self._retired_reads += self._read_counters[index]
+        self._read_counters[index] = 0
 
     def stop(self) -> None:
         """Producers flush, purge, flush and exit (every send gets its outcome); then consumers stop."""
@@ -308,5 +332,5 @@ class Workload:
         elapsed = (time.time_ns() - self._started_ns) / 1e9 if self._started_ns else 0.0
         alive = sum(p.is_alive() for p in self._producers + self._consumers)
         return LiveStats(sends=sums[0], ok=sums[1], fail=sums[2], info=sums[3],
-                         reads=sum(self._read_counters[:self._n_consumers]), sends_per_s=rate,
-                         elapsed_s=elapsed, workers_alive=alive)
+                         reads=sum(self._read_counters[:self._n_consumers]) + self._retired_reads,
+                         sends_per_s=rate, elapsed_s=elapsed, workers_alive=alive)

@@ -30,6 +30,8 @@ def _params():
 def test_scenario(request, chaos_run, scenario, acks, min_isr, unclean):
     quick = request.config.getoption("--chaos-suite") == "quick"
     kwargs = {"duration_s": QUICK_DURATION_S} if quick and request.config.getoption("--chaos-duration") is None else {}
+    if CATALOG[scenario].consumer_group:             # its faults kill a member of the run's consumer group
+        kwargs |= {"consumer_mode": "subscribe", "consumers": 3}
     result = chaos_run(scenario, acks=acks, min_isr=min_isr, unclean=unclean, seed=7, **kwargs)
     verdict = result.verdict
     assert verdict is not None, f"no verdict in {result.run_dir}"

@@ -1,0 +1,71 @@
+"""The group checks across a killed member (consumer-kill) on synthetic histories: what a consumer killed with
+SIGKILL may take with it depends on the commit mode. Auto commit commits what librdkafka handed over, journaled or
+not, so the records the killed member received after its last journal flush may be skipped for good (allowed);
+manual commit commits only what was journaled, so the same skip is a violation."""
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kafka_chaos.history.schema import GROUP_SCHEMA
+from tests.checkers.conftest import fault, read, send, write_run
+from tests.checkers.test_group_checks import checked, event
+
+KILL_MS = 1000
+
+
+def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_revoked_first=False):
+    """p0 holds v0..v9. c0 holds p0 and journals `c0_reads`; it is killed at 1 s (its auto commit had covered
+    7); after its session expired, c1 is assigned p0 with committed offset 7 and reads 7..9."""
+    sends = [send(f"v{i}", offset=i, t=i) for i in range(10)]
+    live = [("c0", o, 100 + o) for o in c0_reads] + [("c1", o, 12000 + o) for o in (7, 8, 9)]
+    reads = [read(f"v{o}", offset=o, consumer=c, t=t) for c, o, t in live]
+    reads += [read(f"v{i}", offset=i, t=20000) for i in range(10)]
+    faults = [fault(KILL_MS, "start", "consumer_kill", [], "consumer-kill", consumer="c0", pid=4242,
+                    replacement="c0-r1", applied_ns=0),
+              fault(KILL_MS + 9000, "heal", "consumer_kill", [], "consumer-kill", consumer="c0", pid=4242,
+                    replacement="c0-r1")] if kill else []
+    events = [event("c0", 0, "assigned", offset=None)]
+    if c0_revoked_first:
+        events.append(event("c0", 500, "revoked"))
+    events += [event("c1", 11000, "assigned", offset=7), event("c1", 13000, "commit", offset=10),
+               event("c0-r1", 10500, "assigned", partition=1, offset=None)]
+    run = write_run(tmp_path / name, sends, reads, faults=faults, consumer_mode="subscribe", consumer_commit=commit)
+    pq.write_table(pa.Table.from_pylist(events, schema=GROUP_SCHEMA), run / "history/group.parquet")
+    return run
+
+
+def skips(rows):
+    return {r["offset"]: r for r in rows if r["kind"] == "group_skip"}
+
+
+def test_auto_commit_may_skip_what_a_killed_member_received_but_never_journaled(tmp_path):
+    code, verdict, rows = checked(killed_run(tmp_path, "auto", "auto"))
+    assert code == 0 and verdict["valid"], verdict["violations"]
+    found = skips(rows)
+    assert sorted(found) == [5, 6] and {r["classification"] for r in found.values()} == {"allowed"}
+    assert "c0 was killed holding partition 0" in found[5]["reason"] and "up to offset 4" in found[5]["reason"]
+    assert "committed offset 7" in found[5]["reason"]
+
+
+def test_manual_commit_across_a_kill_still_must_not_skip(tmp_path):
+    code, verdict, rows = checked(killed_run(tmp_path, "manual", "manual"))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
+    assert {r["classification"] for r in skips(rows).values()} == {"violation"}
+
+
+def test_without_a_kill_an_auto_commit_skip_is_a_violation(tmp_path):
+    code, verdict, _ = checked(killed_run(tmp_path, "no-kill", "auto", kill=False))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
+
+
+def test_a_kill_excuses_nothing_below_what_the_killed_member_journaled(tmp_path):
+    # c0 journaled 0, 1, 3, 4: offset 2 was skipped inside what it had read, not lost with its buffer
+    code, verdict, rows = checked(killed_run(tmp_path, "hole", "auto", c0_reads=(0, 1, 3, 4)))
+    found = skips(rows)
+    assert code == 1 and verdict["violations"] == {"group_skip": 1}
+    assert found[2]["classification"] == "violation"
+    assert found[5]["classification"] == found[6]["classification"] == "allowed"
+
+
+def test_a_kill_excuses_nothing_in_a_partition_the_killed_member_no_longer_held(tmp_path):
+    code, verdict, _ = checked(killed_run(tmp_path, "revoked", "auto", c0_revoked_first=True))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}

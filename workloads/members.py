@@ -1,0 +1,61 @@
+"""The workload's consumer-group members as processes a fault may kill and replace (subscribe mode).
+
+`GroupMembers(workload)` is what the harness hands the Nemesis for the `consumer-kill` fault (it has the methods of
+nemesis.consumers.ConsumerProcesses; neither package imports the other). A kill is SIGKILL: the member neither
+leaves the group nor commits, and whatever it had received but not yet journaled is gone with it (docs/history.md,
+"Consumer groups": what that allows in each commit mode). Its replacement is a new process and a new member, named
+`<name>-r<k>` (c1 -> c1-r1 -> c1-r2), so each process keeps its own journals and read sequence.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+from kafka_chaos.workloads.group_consumer import GroupConsumerSpec, run_group_consumer
+from kafka_chaos.workloads.run import WorkerFailed
+
+
+class GroupMembers:
+    def __init__(self, workload):
+        self.workload = workload
+        self._lock = threading.Lock()
+        self._replacements: dict[str, GroupConsumerSpec] = {}    # killed name -> its replacement, not started yet
+        self._generation: dict[str, int] = {}                    # c1 -> how many replacements it has had
+
+    def killable(self) -> list[str]:
+        with self._lock:
+            return [name for name, (_, proc) in self.workload.members.items() if proc.is_alive()]
+
+    def kill(self, name: str) -> tuple[int, str]:
+        with self._lock:
+            if name not in self.workload.members:
+                raise WorkerFailed(f"no consumer-group member named {name}", "pick one of " +
+                                   ", ".join(self.workload.members))
+            spec, proc = self.workload.members.pop(name)
+            proc.kill()
+            proc.join(10)
+            self.workload.retire(proc, spec.index)
+            base = name.split("-r")[0]
+            self._generation[base] = self._generation.get(base, 0) + 1
+            self._replacements[name] = replace(spec, name=f"{base}-r{self._generation[base]}")
+            return proc.pid, self._replacements[name].name
+
+    def restart(self, name: str) -> None:
+        """Start the replacement of `name` and wait until it has its client; idempotent (nothing to do once it
+        started). A replacement that dies before that is reaped and stays due, so a heal retry starts it again."""
+        with self._lock:
+            spec = self._replacements.get(name)
+            if spec is None:
+                return
+            w = self.workload
+            ready, proc = w.spawn_member(run_group_consumer, spec)
+            deadline = time.monotonic() + w.config.start_timeout_s
+            while not ready.wait(0.2) and proc.is_alive() and time.monotonic() < deadline:
+                pass
+            if not ready.is_set() and not proc.is_alive():
+                w.retire(proc, spec.index)
+                w.members.pop(spec.name, None)
+                raise WorkerFailed(f"the replacement consumer {spec.name} of {name} exited before it started "
+                                   f"(exit code {proc.exitcode})", "see logs/clients.log")
+            del self._replacements[name]
