@@ -88,6 +88,13 @@ def with_consumer_kill(fault: str, **args) -> Callable[[float], Schedule]:
     return build
 
 
+def two_brokers_pause(duration_s: float) -> Schedule:
+    """librdkafka#4134's loop: brokers 1 and 2 of 3 frozen (docker pause) for 45 s, longer than the producers'
+    30 s delivery timeout, then thawed for 20 s; repeated. The first pause starts at 10 s."""
+    n = max(1, int((duration_s - 10.0) // 65.0))
+    return sequence([once(10.0 if i == 0 else 20.0, spec("pause", targets=(1, 2)), 45.0) for i in range(n)])
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -123,6 +130,8 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("reassign-under-fire", "move chaos/0's replicas to another set of brokers (one swapped for the fourth "
              "broker) and back, while a random broker, then chaos/0's leader, are killed and restarted; 4 brokers",
              reassign_under_fire, duration_s=60.0, cluster_overrides={"brokers": 4}),
+    Scenario("two-brokers-pause", "freeze brokers 1 and 2 of 3 (docker pause) for 45 s, past the producers' 30 s "
+             "delivery timeout, thaw them for 20 s; repeated (librdkafka#4134)", two_brokers_pause, duration_s=150.0),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
              cycles("controller-isolate")),
     Scenario("controller-kill", "kill -9 the active controller (ZooKeeper mode: the controller broker), restart "

@@ -6,6 +6,9 @@ rebalances while the faults run. Offsets are committed one of two ways:
   it handed each record over (enable.auto.offset.store);
 - `manual`: after each journal flush, a synchronous commit of the next offset of every record journaled, and again
   when partitions are revoked: a commit never covers a record not yet on disk.
+A member is ready (the run's faults wait for every worker) once the group has given it its first assignment: on a
+fresh cluster the group coordinator first creates __consumer_offsets, and a fault that lands before the group has
+formed tests nothing of the group.
 Each consumer leaves the group (close) and joins again every `rejoin_s` seconds, staggered by its index, so the
 group rebalances repeatedly, faults or not. The group's own view is journaled beside the reads
 (group-NAME.tsv, history/journal.py): each partition assigned (with the group's committed offset for it at that
@@ -41,6 +44,7 @@ class GroupConsumerSpec:
     flush_interval_s: float = 0.25
     batch: int = 500
     client_log: str | None = None
+    ready_timeout_s: float = 45.0       # ready at the first assignment, or after this long without one
 
 
 def group_config(spec: GroupConsumerSpec) -> dict:
@@ -65,6 +69,7 @@ class GroupConsumer:
         self.seq = 0
         self.pending: dict[int, int] = {}      # manual mode: partition -> next offset journaled, not committed
         self.consumer = None
+        self.assigned_once = False             # the group has handed this member its first assignment
 
     # ---- the client and its callbacks ------------------------------------------------------------------------
     def join(self) -> None:
@@ -93,6 +98,7 @@ class GroupConsumer:
                                 f"{time.time_ns()}\n")
 
     def _on_assign(self, consumer, partitions) -> None:
+        self.assigned_once = True
         try:
             committed = {tp.partition: tp.offset for tp in consumer.committed(partitions, timeout=5)}
             error = None
@@ -135,16 +141,18 @@ class GroupConsumer:
     def run(self, stop_event, ready_event, counters, parent_pid: int) -> None:
         spec = self.spec
         self.join()
-        ready_event.set()
         tick_ns = int(spec.flush_interval_s * 1e9)
         rejoin_ns = int(spec.rejoin_s * 1e9) if spec.rejoin_s else None
         now = time.time_ns()
         next_tick = now + tick_ns
         next_rejoin = now + rejoin_ns + spec.index * rejoin_ns // 2 if rejoin_ns else None
+        ready_by = now + int(spec.ready_timeout_s * 1e9)
         try:
             while True:
                 msgs = self.consumer.consume(spec.batch, min(0.1, spec.flush_interval_s))
                 t = time.time_ns()
+                if not ready_event.is_set() and (self.assigned_once or t >= ready_by):
+                    ready_event.set()           # the faults start once the group has formed (or it took too long)
                 for m in msgs:
                     if m.error() is None:
                         self.reads.lines.append(record_line(self.seq, m, t))

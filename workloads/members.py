@@ -9,7 +9,6 @@ leaves the group nor commits, and whatever it had received but not yet journaled
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import replace
 
 from kafka_chaos.workloads.group_consumer import GroupConsumerSpec, run_group_consumer
@@ -22,6 +21,7 @@ class GroupMembers:
         self._lock = threading.Lock()
         self._replacements: dict[str, GroupConsumerSpec] = {}    # killed name -> its replacement, not started yet
         self._generation: dict[str, int] = {}                    # c1 -> how many replacements it has had
+        self._started: list = []                                  # (ready event, process) of each replacement
 
     def killable(self) -> list[str]:
         with self._lock:
@@ -42,20 +42,9 @@ class GroupMembers:
             return proc.pid, self._replacements[name].name
 
     def restart(self, name: str) -> None:
-        """Start the replacement of `name` and wait until it has its client; idempotent (nothing to do once it
-        started). A replacement that dies before that is reaped and stays due, so a heal retry starts it again."""
+        """Start the replacement of `name`; idempotent (nothing to do once it started). It is not waited for: it
+        joins the group in its own time (a rebalance), while the schedule plays on."""
         with self._lock:
-            spec = self._replacements.get(name)
-            if spec is None:
-                return
-            w = self.workload
-            ready, proc = w.spawn_member(run_group_consumer, spec)
-            deadline = time.monotonic() + w.config.start_timeout_s
-            while not ready.wait(0.2) and proc.is_alive() and time.monotonic() < deadline:
-                pass
-            if not ready.is_set() and not proc.is_alive():
-                w.retire(proc, spec.index)
-                w.members.pop(spec.name, None)
-                raise WorkerFailed(f"the replacement consumer {spec.name} of {name} exited before it started "
-                                   f"(exit code {proc.exitcode})", "see logs/clients.log")
-            del self._replacements[name]
+            spec = self._replacements.pop(name, None)
+            if spec is not None:       # its ready event is kept: a spawned child unpickles it after start()
+                self._started.append(self.workload.spawn_member(run_group_consumer, spec))
