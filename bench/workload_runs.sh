@@ -2,8 +2,9 @@
 # The issue-16 evidence behind the README's "Workloads: real runs" table: each workload beyond one librdkafka
 # producer (the Java client, a consumer group committing auto and manual, transactions) under leader-kill and
 # leader-isolate, one run at a time on one chaos cluster (started by the first run, reused by the others, removed
-# at the end), judged with pandas; then `--client both` on leader-isolate --acks 1.
-#   bash bench/workload_runs.sh results/workloads [DURATION] [SEED]
+# at the end), judged with pandas; then `--client both` on leader-isolate --acks 1; then a group member killed
+# (consumer-and-leader-kill) with each commit mode. Runs given after SEED replace the list, e.g.
+#   bash bench/workload_runs.sh results/workloads [DURATION] [SEED] ["consumer-and-leader-kill --consumer-mode subscribe --commit auto" ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-results/workloads}
@@ -20,7 +21,10 @@ runs=(
   "leader-kill --transactions"
   "leader-isolate --transactions"
   "leader-isolate --acks 1 --client both"
+  "consumer-and-leader-kill --consumer-mode subscribe --commit auto"
+  "consumer-and-leader-kill --consumer-mode subscribe --commit manual"
 )
+if [ $# -gt 3 ]; then runs=("${@:4}"); fi
 for r in "${runs[@]}"; do
   echo "=== $(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg) :: $r"
   # shellcheck disable=SC2086
