@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from kafka_chaos.history.client_log import (ClientLogHandler, client_log_path, epoch_bumps, from_record,
-                                            read_client_log)
+from kafka_chaos.history.client_log import ClientLogHandler, client_log_path, epoch_bumps, from_record, read_client_log
 
 
 def record(msg, args, level=logging.ERROR) -> logging.LogRecord:
