@@ -76,15 +76,15 @@ def reassign_under_fire(duration_s: float) -> Schedule:
 
 
 def with_consumer_kill(fault: str, **args) -> Callable[[float], Schedule]:
-    """`fault` in cycles, and in each cycle, a third of the way in (at most 3 s), one consumer-group member's process
-    killed, replaced when the cycle ends: the group loses a member without a LeaveGroup while a broker fault runs,
-    and rebalances twice (its session expiring, its replacement joining), before and after the fault heals."""
+    """In each cycle one consumer-group member's process killed first, while the group is settled and it holds
+    partitions, then `fault` a third of the way in (at most 3 s later); both healed when the cycle ends. The group
+    loses a member without a LeaveGroup, and its session expires (a rebalance) while the broker fault runs."""
     def build(duration_s: float) -> Schedule:
         on, off = _window(duration_s)
         n = max(1, int((duration_s - off) // (on + off)))
         shift = min(3.0, on / 3)
-        kills = sequence([once(off + shift, spec("consumer-kill"), on - shift) for _ in range(n)])
-        return mix(cycles(fault, **args)(duration_s), kills)
+        kills = sequence([once(off, spec("consumer-kill"), on) for _ in range(n)])
+        return mix(sequence([once(off + shift, spec(fault, **args), on - shift) for _ in range(n)]), kills)
     return build
 
 
@@ -113,8 +113,8 @@ class Scenario:
 CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("leader-kill", "kill -9 the leader of chaos/0, restart it; repeated",
              cycles("leader-kill", topic=TOPIC)),
-    Scenario("consumer-and-leader-kill", "kill -9 the leader of chaos/0 and, 3 s later, a consumer-group member's "
-             "process (needs --consumer-mode subscribe); restart the leader, start a new member; repeated",
+    Scenario("consumer-and-leader-kill", "kill -9 a consumer-group member's process and, 3 s later, the leader of "
+             "chaos/0 (needs --consumer-mode subscribe); start a new member, restart the leader; repeated",
              with_consumer_kill("leader-kill", topic=TOPIC), consumer_group=True),
     Scenario("follower-kill", "kill -9 a follower of chaos/0, restart it; repeated",
              cycles("follower-kill", topic=TOPIC)),

@@ -64,4 +64,5 @@ def test_a_scenario_with_consumer_kill_needs_a_consumer_group():
         RunOptions("consumer-and-leader-kill", seed=1, duration_s=30).resolved()
     assert "--consumer-mode subscribe" in e.value.remedy
     opts = RunOptions("consumer-and-leader-kill", seed=1, duration_s=30, consumer_mode="subscribe").resolved()
-    assert [s.fault.name for s in opts.plan()] == ["leader-kill", "consumer-kill"]
+    assert [(s.start_s, s.fault.name, s.heal_s) for s in opts.plan()] == [(6.0, "consumer-kill", 16.0),
+                                                                            (9.0, "leader-kill", 16.0)]
