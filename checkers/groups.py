@@ -104,9 +104,9 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
         since, start = int(before["t_ns"].iloc[-1]), before["offset"].iloc[-1]
         got = live[(live["consumer"] == k.consumer) & (live["partition"] == p) & (live["t_ns"] >= since)]
         low = int(got["offset"].max()) if len(got) else (int(start) - 1 if pd.notna(start) else -1)
-        after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > k.t_ns) & mine["offset"].notna()]
-        if after.empty or not low < off < int(after["offset"].iloc[0]):
-            continue
+        after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > k.t_ns)]     # the next owner, first
+        if after.empty or pd.isna(after["offset"].iloc[0]) or not low < off < int(after["offset"].iloc[0]):
+            continue                                   # (its starting offset unknown: nothing can be excused)
         return (f"consumer {k.consumer} was killed holding partition {p}, having journaled it up to offset {low}; "
                 f"the next owner started at the committed offset {int(after['offset'].iloc[0])}: auto commit "
                 "commits what librdkafka handed over (enable.auto.offset.store), journaled or not, so a killed "

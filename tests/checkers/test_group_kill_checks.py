@@ -12,7 +12,7 @@ from tests.checkers.test_group_checks import checked, event
 KILL_MS = 1000
 
 
-def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_revoked_first=False):
+def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_revoked_first=False, next_offset=7):
     """p0 holds v0..v9. c0 holds p0 and journals `c0_reads`; it is killed at 1 s (its auto commit had covered
     7); after its session expired, c1 is assigned p0 with committed offset 7 and reads 7..9."""
     sends = [send(f"v{i}", offset=i, t=i) for i in range(10)]
@@ -26,7 +26,7 @@ def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_r
     events = [event("c0", 0, "assigned", offset=None)]
     if c0_revoked_first:
         events.append(event("c0", 500, "revoked"))
-    events += [event("c1", 11000, "assigned", offset=7), event("c1", 13000, "commit", offset=10),
+    events += [event("c1", 11000, "assigned", offset=next_offset), event("c1", 13000, "commit", offset=10),
                event("c0-r1", 10500, "assigned", partition=1, offset=None)]
     run = write_run(tmp_path / name, sends, reads, faults=faults, consumer_mode="subscribe", consumer_commit=commit)
     pq.write_table(pa.Table.from_pylist(events, schema=GROUP_SCHEMA), run / "history/group.parquet")
@@ -68,4 +68,10 @@ def test_a_kill_excuses_nothing_below_what_the_killed_member_journaled(tmp_path)
 
 def test_a_kill_excuses_nothing_in_a_partition_the_killed_member_no_longer_held(tmp_path):
     code, verdict, _ = checked(killed_run(tmp_path, "revoked", "auto", c0_revoked_first=True))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
+
+
+def test_a_kill_excuses_nothing_when_the_next_owners_starting_offset_is_unknown(tmp_path):
+    # the next owner could not fetch the committed offset: the skipped range cannot be bounded, so it stays judged
+    code, verdict, _ = checked(killed_run(tmp_path, "unknown", "auto", next_offset=None))
     assert code == 1 and verdict["violations"] == {"group_skip": 2}
