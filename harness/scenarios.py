@@ -124,6 +124,10 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              cycles("all-kill")),
     Scenario("cascade-kill", "kill chaos/0's followers one by one, then its leader; restart an out-of-sync "
              "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
+    Scenario("cascade-kill-serial", "cascade-kill whose heal restarts each broker only once the one before has "
+             "registered, so chaos/0's last leader registers last: with ELR on, 4.0.x elects it while it is still "
+             "fenced (KAFKA-19522, fixed in 4.1.0; README 'Historical bugs')",
+             single("cascade-kill-serial", topic=TOPIC, interval_s=8.0)),
     Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
              cycles("client-isolate")),
     Scenario("power-loss-all", "power off every broker at once (each keeps only what it fsync'ed), power them on; "

@@ -100,6 +100,10 @@ _TYPES = [
     FaultType("cascade-kill", "kill TOPIC/PARTITION's followers one by one, then its leader; heal restarts the "
               "first-killed (out-of-sync) follower first",
               lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s), takes_target=False),
+    FaultType("cascade-kill-serial", "as cascade-kill, but heal restarts each broker only once the one before has "
+              "registered: the leader, killed last, registers last (KAFKA-19522's trigger, README 'Historical bugs')",
+              lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s, name="cascade-kill-serial",
+                                            register_each=True), takes_target=False),
     # network
     FaultType("isolate", "cut a node (default: a random broker) from every other node and the clients",
               lambda a: network.Isolate(_one_random(a), "isolate")),
