@@ -3,7 +3,7 @@
 # 4.1.0): cascade-kill-serial with eligible leader replicas on, on each release given, one cluster at a time (started
 # by the run, kept for the metadata-log read, removed at the end), then the controller's metadata log searched for
 # partition changes that elected a fenced broker (bench/fenced_elections.py).
-#   bash bench/historical_bugs.sh results/historical 50 4.0.0 4.4.0
+#   bash bench/historical_bugs.sh results/historical 50 4.0.0 4.1.0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?results dir}

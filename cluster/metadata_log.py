@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 METADATA_DIR = "/var/lib/kafka/data/__cluster_metadata-0"
+DUMP_TOOLS = ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")   # core's, then tools'
 _RECORD = re.compile(r"\|\s*offset: (\d+) CreateTime: (\d+) .*?payload: (\{.*\})\s*$")
 
 
@@ -36,9 +37,19 @@ def dump(cluster) -> str:
     if not cluster.controllers:
         raise UsageError(f"cluster {cluster.config.name} has no KRaft controller node (ZooKeeper mode?)",
                          "read the metadata log of a KRaft cluster")
-    script = (f"for f in {METADATA_DIR}/*.log; do java -cp '/opt/kafka/libs/*' kafka.tools.DumpLogSegments "
-              "--cluster-metadata-decoder --files \"$f\"; done")
-    return cluster.controllers[0].exec(["sh", "-c", script])[1]
+    node = cluster.controllers[0]
+    for tool in DUMP_TOOLS:
+        script = (f"for f in {METADATA_DIR}/*.log; do java -cp '/opt/kafka/libs/*' {tool} "
+                  "--cluster-metadata-decoder --files \"$f\" || exit $?; done")
+        rc, text = node.exec(["sh", "-c", script], check=False)
+        if rc == 0:
+            return text
+        if "Could not find or load main class" not in text:
+            break
+    raise UsageError(f"cannot dump the metadata log of {cluster.config.name} (Kafka {cluster.version}): "
+                     f"{text.strip()[-300:]}",
+                     "this release's broker classpath lacks DumpLogSegments (4.4.0's does: the tool is not in its "
+                     "core jar); read a 4.0 or 4.1 cluster")
 
 
 def parse(text: str) -> list[Record]:
