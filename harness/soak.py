@@ -5,8 +5,9 @@ faults drawn from every class, heal, drain, check) with its own results director
 so no process ever holds more than one window's history, and a window that broke something can be replayed or
 shrunk by itself (its plan is a schedule file). After each window the running verdict (the worst so far, the sums
 of each anomaly kind, memory and disk) is printed, shown in the live display, and written to the partial report
-<results>/<soak_id>/soak.md and soak.json. `--keep-segments N` deletes the history of valid windows older than the
-last N (their verdict, meta and plan stay), so the disk is bounded too. What this does not see: an anomaly that
+<results>/<soak_id>/soak.html (report/soak.py: the running verdict over time), soak.md and soak.json.
+`--keep-segments N` deletes the history of valid windows older than the last N (their verdict, meta and plan
+stay), so the disk is bounded too. What this does not see: an anomaly that
 spans two windows (each window's topic is new).
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kafka_chaos.harness.run_options import RunOptions
 from kafka_chaos.harness.scenarios import TOPIC
 from kafka_chaos.nemesis import schedule_data
 from kafka_chaos.nemesis.schedule import _sub_seed, spec, stagger
+from kafka_chaos.report.soak import write_soak_page
 
 log = logging.getLogger(__name__)
 MIN_TAIL_S = 15.0           # each window ends fault-free for this long (at least), so its drain sees a settled cluster
@@ -94,7 +96,7 @@ class Soak:
         return out
 
     def write(self, done: bool) -> None:
-        """soak.json and soak.md: the partial report, rewritten after every window."""
+        """soak.json, soak.md and soak.html: the partial report, rewritten after every window."""
         self.root.mkdir(parents=True, exist_ok=True)
         data = {"soak_id": self.soak_id, "duration_s": self.duration_s, "window_s": self.window_s,
                 "seed": self.seed, "done": done, "running_verdict": self.running(), "sums": self.sums(),
@@ -113,6 +115,7 @@ class Soak:
                          f"{w.disagreements} | {', '.join(w.faults) or '-'} | {w.rss_mib:.0f} | "
                          f"{w.children_max_rss_mib:.0f} | {w.disk_mib:.1f} | {so_far.running()} |")
         (self.root / "soak.md").write_text("\n".join(lines) + "\n")
+        write_soak_page(self.root)
 
 
 def window_plan(seed: int, index: int, window_s: float):

@@ -62,6 +62,10 @@ def test_windows_run_until_the_duration_with_a_running_verdict(tmp_path, windows
     md = (state.root / "soak.md").read_text()
     assert md.count("| VIOLATION in window(s) 3") == 3 and md.count("| VALID so far") == 2
     assert all(w.rss_mib > 0 for w in state.windows)
+    page = (state.root / "soak.html").read_text()
+    assert "Running verdict: VIOLATION in window(s) 3" in page and "(finished)" in page
+    # the strip: window 3 red in its own band and from then on in the "so far" band
+    assert page.count('fill="#c62828"') == 1 + (len(state.windows) - 2)
 
 
 def test_bad_durations(tmp_path, windows):
@@ -81,3 +85,16 @@ def test_the_soak_command_reaches_every_run_option(tmp_path, windows, capsys, mo
     assert len(seen) == 2 and {(o.client, o.consumers, o.acks, o.seed) for o in seen} == {("both", 2,
                                                                                                "1", 4)}
     assert "report:" in capsys.readouterr().out
+
+
+def test_report_writes_a_soaks_page_from_its_directory(tmp_path, windows, capsys):
+    from kafka_chaos.harness.cli import main
+    clock, _ = windows
+    state = soak_mod.soak(RunOptions(scenario=None, seed=2, results=tmp_path, engine="pandas"), duration_s=240,
+                          window_s=120, clock=clock)
+    (state.root / "soak.html").unlink()
+    (state.windows[0].run_dir / "report.html").write_text("<html></html>")
+    assert main(["report", str(state.root)]) == 0
+    page = (state.root / "soak.html").read_text()
+    assert "Running verdict: VALID so far (2 window(s)" in page and page.count('fill="#2e7d32"') == 4
+    assert page.count('<a href="w0001/report.html">report</a>') == 1 and "<td>no report</td>" in page
