@@ -79,13 +79,13 @@ class LinkFault(Fault):
                     name = f"{tag}-{stream}"
                     proxy.add_toxic(proxy_of(link), name, self.toxic, stream, attributes)
                     added.append((proxy_of(link), name))
+            details = {"effect": "link", "toxic": self.toxic, "links": [list(lk) for lk in links],
+                       "toxic_name": tag, "link_set": self.links}
+            details |= ({"delay_ms": self.delay_ms, "jitter_ms": self.jitter_ms} if self.toxic == "latency"
+                        else {"rate_kbps": self.rate_kbps})
+            self._applied(ids, details | self.target.describe(),
+                          lambda: [proxy.remove_toxic(p, name) for p, name in added])
         except BaseException:
             for p, name in added:
                 proxy.remove_toxic(p, name)
             raise
-        details = {"effect": "link", "toxic": self.toxic, "links": [list(lk) for lk in links], "toxic_name": tag,
-                   "link_set": self.links}
-        details |= ({"delay_ms": self.delay_ms, "jitter_ms": self.jitter_ms} if self.toxic == "latency"
-                    else {"rate_kbps": self.rate_kbps})
-        self._applied(ids, details | self.target.describe(),
-                      lambda: [proxy.remove_toxic(p, name) for p, name in added])
