@@ -61,6 +61,12 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
                          f"{cluster.config.name} was started without it",
                          "drop --reuse-cluster (the run starts its own cluster with it), or start the cluster with "
                          "--power-loss-fs")
+    if sc.cluster_overrides.get("link_proxy") and not cluster.config.link_proxy:
+        if owned:
+            cluster.down()
+        raise UsageError(f"{opts.scenario} slows links through the link proxy; cluster {cluster.config.name} was "
+                         "started without it", "drop --reuse-cluster (the run starts its own cluster with it), or "
+                         "start the cluster with --link-proxy")
     history = workload = None
     finalized = False
     try:
