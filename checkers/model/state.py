@@ -124,7 +124,8 @@ class _State:
         whose round trip (latency) or throughput (a cap below the partition's write rate) keeps fetches from
         reaching the log end drives it out; a faster one only delays acks=all writes. Heartbeats go to the
         controller, whose links are not proxied: a slowed link never fences a broker."""
-        return self.slow_mode in ("lagging", "fenced") and any((follower, leader) in s for s in self.slow_links.values())
+        slowed = any((follower, leader) in s for s in self.slow_links.values())
+        return slowed and self.slow_mode in ("lagging", "fenced")
 
     def misses_heartbeats(self, n) -> bool:
         """A slowed broker whose heartbeats no longer reach the controller in time (this replay's slow mode)."""

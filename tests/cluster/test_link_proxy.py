@@ -138,6 +138,15 @@ def test_the_sweep_removes_a_toxic_a_crashed_run_left(proxied):
     assert not any(proxied.link_proxy().all_toxics().values())
 
 
+def test_network_faults_refuse_a_proxied_cluster_where_their_cut_would_not_hold(proxied):
+    from kafka_chaos.base.errors import UsageError
+
+    events = EventLog()
+    with pytest.raises(UsageError, match="link proxy's address"):
+        Nemesis(proxied, record=events).start(registry.build("isolate", FaultArgs(targets=(1,))))
+    assert list(events) == []
+
+
 def test_cluster_down_removes_the_proxy(proxied):
     name = proxied.config.name
     assert len(proxy_containers(name)) == 1
