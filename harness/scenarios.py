@@ -66,16 +66,22 @@ def slow_then_kill(duration_s: float) -> Schedule:
 
 
 def slow_link_then_kill(duration_s: float) -> Schedule:
-    """Cap chaos/0's follower's fetch links at 16 KB/s (through the link proxy) until it has fallen out of the ISR,
-    then kill the leader; the leader stays dead for a while and restarts, and only then is the cap lifted. The
-    network twin of slow-follower-then-leader-kill: with replication factor 2 the leader is alone in the ISR, so
-    min.insync.replicas=1 acknowledges acks=all writes the follower never fetched and 2 refuses them. The follower
-    leaves once its fetches stop reaching the leader's log end for replica.lag.time.max.ms (5 s in a chaos
-    cluster), which needs the producers to write faster than the cap: 16 KB/s is below any workload's rate."""
+    """Delay chaos/0's follower's fetch responses by 8 s (through the link proxy) until it has fallen out of the
+    ISR, then kill the leader; the leader stays dead for a while and restarts, and only then is the delay lifted.
+    The network twin of slow-follower-then-leader-kill: with replication factor 2 the leader is alone in the ISR, so
+    min.insync.replicas=1 acknowledges acks=all writes the follower never fetched and 2 refuses them.
+
+    A delay longer than replica.lag.time.max.ms (5 s in a chaos cluster) drives the follower out whatever the
+    load: its fetches reach the leader at most every 8 s, so its last caught-up time is always older than the lag
+    time before the next one arrives (Replica.updateFetchStateOrThrow). A bandwidth cap does so only while the
+    producers write faster than the cap, which acks=all producers, waiting on that very follower, may not (seen
+    here: a follower capped at 16 KB/s rejoined the ISR under acks=all load). Hence latency, and 20 s before the
+    kill (lag, plus lag/2 for the expiry check, plus one delayed fetch, plus margin)."""
     start = max(duration_s * 0.1, 3.0)
-    behind_after = 15.0
+    behind_after = 20.0
     dead_for = max(duration_s * 0.25, 10.0)
-    return mix(once(start, spec("follower-link-bandwidth", topic=TOPIC, rate_kbps=16), behind_after + dead_for),
+    return mix(once(start, spec("follower-link-slow", topic=TOPIC, delay_ms=8000, jitter_ms=0),
+                    behind_after + dead_for),
                once(start + behind_after, spec("leader-kill", topic=TOPIC), dead_for))
 
 
@@ -117,8 +123,9 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("slow-follower-then-leader-kill", "starve chaos/0's follower of CPU until it leaves the ISR, then "
              "kill the leader and restart it later (replication factor 2: the leader is alone in the ISR)",
              slow_then_kill, replication_factor=2, duration_s=50.0),
-    Scenario("slow-link-then-leader-kill", "cap chaos/0's follower's fetch links (Toxiproxy) until it leaves the "
-             "ISR, then kill the leader and restart it later (replication factor 2: the leader is alone in the ISR)",
+    Scenario("slow-link-then-leader-kill", "delay chaos/0's follower's fetch links by 8 s (Toxiproxy) until it "
+             "leaves the ISR, then kill the leader and restart it later (replication factor 2: the leader is alone "
+             "in the ISR)",
              slow_link_then_kill, replication_factor=2, duration_s=50.0, cluster_overrides={"link_proxy": True}),
     Scenario("link-slow", "add 200 ms ± 20 ms to a broker's client and replication links (Toxiproxy), heal; "
              "repeated", cycles("link-slow", delay_ms=200, jitter_ms=20), cluster_overrides={"link_proxy": True}),
