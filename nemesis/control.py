@@ -2,9 +2,8 @@
 
 It keeps the active faults so that heal_all can undo them (recording their heal rows) before sweeping every node
 back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota, no toxic on the
-link proxy. When a process fault
-restarts a node, the node comes back with a fresh network namespace; active network faults put their rules back on
-it.
+link proxy. When a process fault restarts a node, the node comes back with a fresh network namespace; active
+network faults put their rules back on it.
 """
 from __future__ import annotations
 
