@@ -32,9 +32,15 @@ def test_link_sets_name_client_links_and_fetch_links_by_follower_then_leader():
         ["client-2", "repl-2-1", "repl-2-3", "repl-1-2", "repl-3-2"]
 
 
-@pytest.mark.cluster
-def test_a_link_fault_on_a_cluster_without_the_link_proxy_names_the_option(cluster, nem, events):
+def test_a_link_fault_on_a_cluster_without_the_link_proxy_names_the_option_before_touching_it():
+    from kafka_chaos.cluster.config import ClusterConfig
+    from kafka_chaos.cluster.kafka_cluster import KafkaCluster
+    from kafka_chaos.nemesis.control import Nemesis
+    from kafka_chaos.nemesis.events import EventLog
+
+    events = EventLog()
+    plain = KafkaCluster(ClusterConfig(name="never-started"))     # refused before any node would be asked
     with pytest.raises(UsageError, match="no link proxy") as e:
-        nem.start(registry.build("link-slow", FaultArgs(targets=(1,))))
+        Nemesis(plain, record=events).start(registry.build("link-slow", FaultArgs(targets=(1,))))
     assert "--link-proxy" in e.value.remedy
     assert list(events) == []
