@@ -76,7 +76,9 @@ def slow_link_then_kill(duration_s: float) -> Schedule:
     time before the next one arrives (Replica.updateFetchStateOrThrow). A bandwidth cap does so only while the
     producers write faster than the cap, which acks=all producers, waiting on that very follower, may not (seen
     here: a follower capped at 16 KB/s rejoined the ISR under acks=all load). Hence latency, and 20 s before the
-    kill (lag, plus lag/2 for the expiry check, plus one delayed fetch, plus margin)."""
+    kill (lag, plus lag/2 for the expiry check, plus one delayed fetch, plus margin). With min.insync.replicas=2
+    the follower flaps (seen here): once it is out the leader refuses acks=all writes, its log end stops, the
+    delayed fetch reaches it and the follower is back in, until writes resume."""
     start = max(duration_s * 0.1, 3.0)
     behind_after = 20.0
     dead_for = max(duration_s * 0.25, 10.0)
