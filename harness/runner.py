@@ -4,6 +4,7 @@ What decides a run is `RunOptions` (harness.run_options), validated before any c
 """
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
@@ -251,9 +252,20 @@ def summary_lines(result: RunResult) -> list[str]:
             lines.append(f"  {client} {row.get('version') or ''}: sends {row['sends']}, acked {row['acked']}, "
                          f"lost {row['lost']}, duplicates {row['duplicates']}, longest stall "
                          f"{row['longest_stall_s']:.1f} s")
+    failed = _fault_failures(result.run_dir)
+    if failed:
+        lines.append(f"WARNING: {len(failed)} scheduled fault(s) did not start, so this run did not test them: "
+                     + "; ".join(failed))
     if result.report:
         lines.append(f"report: {result.report}")
     return lines
+
+
+def _fault_failures(run_dir: Path) -> list[str]:
+    try:
+        return list(json.loads((Path(run_dir) / "meta.json").read_text()).get("fault_failures") or [])
+    except (OSError, ValueError):
+        return []
 
 
 def _incomplete_reasons(incomplete: dict) -> list[str]:

@@ -190,9 +190,8 @@ def _hms(s: float) -> str:
 
 
 def register(sub) -> None:
-    import argparse
-
     from kafka_chaos.harness.cluster_options import add_cluster_options
+    from kafka_chaos.harness.run_cli import add_workload_options
     from kafka_chaos.harness.run_options import chaos_cluster_config
 
     p = sub.add_parser("soak", help="hours of a seeded mix of every fault class on one cluster, judged window by "
@@ -202,11 +201,7 @@ def register(sub) -> None:
     p.add_argument("--window", default="10m", help="each window's length: one run, one history segment (default 10m)")
     p.add_argument("--keep-segments", type=int, metavar="N",
                    help="keep the history of only the last N valid windows (default: keep all)")
-    p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
-    p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
-    p.add_argument("--seed", type=int, help="seed of every window's plan (default: drawn and recorded)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    add_workload_options(p)
     add_cluster_options(p, chaos_cluster_config("run"))
     from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
     add_engine_option(p)

@@ -67,3 +67,17 @@ def test_windows_run_until_the_duration_with_a_running_verdict(tmp_path, windows
 def test_bad_durations(tmp_path, windows):
     with pytest.raises(UsageError, match="30 s or more"):
         soak_mod.soak(RunOptions(scenario=None, results=tmp_path), duration_s=600, window_s=10)
+
+
+def test_the_soak_command_reaches_every_run_option(tmp_path, windows, capsys, monkeypatch):
+    import functools
+
+    from kafka_chaos.harness.cli import main
+    clock, seen = windows
+    monkeypatch.setattr(soak_mod, "soak", functools.partial(soak_mod.soak, clock=clock))
+    code = main(["soak", "--duration", "25m", "--window", "10m", "--results", str(tmp_path), "--seed", "4",
+                 "--client", "both", "--consumers", "2", "--acks", "1", "--engine", "pandas"])
+    assert code == 0                                  # windows 1 and 2 fit in 25 min, and both are valid
+    assert len(seen) == 2 and {(o.client, o.consumers, o.acks, o.seed) for o in seen} == {("both", 2,
+                                                                                               "1", 4)}
+    assert "report:" in capsys.readouterr().out
