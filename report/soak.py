@@ -66,7 +66,8 @@ def strip_svg(rows: list[WindowRow], width: int = 900) -> str:
     labels = ('<text x="0" y="25" font-size="12">this window</text>'
               '<text x="0" y="55" font-size="12">verdict so far</text>'
               '<text x="0" y="78" font-size="11">window</text>')
-    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="86" role="img">{labels}{"".join(cells)}</svg>'
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="86" role="img">'
+            f'{labels}{"".join(cells)}</svg>')
 
 
 HEADER = ("window", "started (UTC)", "s", "verdict", "verdict so far", "anomaly kinds", "faults", "soak RSS MiB",
