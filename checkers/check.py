@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
 from kafka_chaos.checkers import availability, clients, groups, reference, txns
-from kafka_chaos.checkers.client import message_timeouts
+from kafka_chaos.checkers.client import ClientVoids, client_voids
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
@@ -172,7 +172,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             model.config = ModelConfig.from_meta(meta, findings.acks.get(run_id, ()),
                                                  findings.idempotent.get(run_id, ()))
             found = findings.for_run(run_id)
-            timeouts = message_timeouts(sends_path(run_dir)) if _idempotent_out_of_order(found.instances) else {}
+            timeouts = client_voids(run_dir, sends_path(run_dir)) if _idempotent_out_of_order(found.instances) \
+                else ClientVoids()
             verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
             verdict["checker"] = checker
             _write(run_dir, verdict, judged)
@@ -183,7 +184,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
 
 
 def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, settings: CheckSettings,
-              client_timeouts: dict | None = None, run_dir: Path | None = None,
+              client_voids: ClientVoids | None = None, run_dir: Path | None = None,
               disagreements: list[dict] | None = None):
     """verdict.json and the judged anomaly rows of one run from its findings (checkers.findings.RunFindings).
     disagreements: observed.model_disagreements(model, samples), if already computed."""
@@ -199,7 +200,7 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     if disagreements is None:
         disagreements = observed.model_disagreements(model, samples)
     losses = observed.unpredicted_losses(disagreements)
-    judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_timeouts)
+    judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_voids)
     if run_dir is not None:
         judged = _with_workload_kinds(Path(run_dir), judged, meta, model, complete)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)

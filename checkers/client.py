@@ -1,4 +1,5 @@
-"""Where the client voided its own guarantee, read from the sends: librdkafka's idempotent producer and timeouts.
+"""Where the client voided its own guarantee, read from the sends and the client's log: librdkafka's idempotent
+producer, its timeouts and its epoch bumps.
 
 librdkafka keeps one producer id and epoch for all partitions. When messages of any partition time out
 (delivery.timeout.ms), it drains the in-flight requests, bumps the epoch and renumbers every queued message from
@@ -8,14 +9,24 @@ written (a timeout, a dropped connection) is then sent again under the new epoch
 within one producer id and epoch (ProducerStateManager), appends it a second time. The maintainers call the
 guarantee partial for exactly this case (confluentinc/librdkafka#4953). Seen here: all-kill acks=all with 4.4.0,
 8,527 values appended twice after a burst of timeouts, the client's EOS log showing the bumps.
+
+librdkafka also bumps the epoch without any timeout: when a request fails with OUT_OF_ORDER_SEQUENCE_NUMBER because
+an earlier in-flight request of the same partition failed ("skipped sequence numbers", rdkafka_request.c), and on
+UNKNOWN_PRODUCER_ID. During a leader change that duplicates retried batches of other partitions in the same way
+(confluentinc/librdkafka#4953, open; the maintainers: "an epoch bump ... [gives a] chance of duplications on other
+partitions"). Those bumps show only in librdkafka's `eos` debug log, which idempotent producers here always write
+to clients.log (workloads/client_logging.py), and are read back by history/client_log.epoch_bumps.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+
+from kafka_chaos.history.client_log import EpochBump, epoch_bumps
 
 # librdkafka's error names, and the Java client's (workloads/java: the exception's class name). Kafka's Java
 # producer, idempotent and not transactional, also bumps the epoch after a batch expired (delivery.timeout.ms)
@@ -33,11 +44,36 @@ def message_timeouts(sends_file: Path | str) -> dict[str, np.ndarray]:
     return {str(p): np.sort(g.to_numpy(dtype=np.int64)) for p, g in timed_out.groupby("producer")["t_complete_ns"]}
 
 
-def epoch_bump_between(timeouts: dict[str, np.ndarray], producer, t0, t1) -> str | None:
+@dataclass(frozen=True)
+class ClientVoids:
+    """Per producer, when its idempotence was void: sends that failed by a client-side timeout (after which
+    librdkafka and the Java client bump the epoch), and the epoch bumps librdkafka logged, whatever their cause."""
+    timeouts: dict[str, np.ndarray] = field(default_factory=dict)
+    bumps: dict[str, list[EpochBump]] = field(default_factory=dict)
+
+
+def client_voids(run_dir: Path | str, sends_file: Path | str) -> ClientVoids:
+    by_producer: dict[str, list[EpochBump]] = {}
+    for bump in sorted(epoch_bumps(run_dir), key=lambda b: b.time_ns):
+        by_producer.setdefault(bump.producer, []).append(bump)
+    return ClientVoids(message_timeouts(sends_file), by_producer)
+
+
+def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
     """Why `producer`'s idempotence was void between t0 and t1 (a write's invoke and its acknowledgement), if it
-    was: some of its messages timed out in between, so librdkafka bumped the epoch."""
-    times = timeouts.get(str(producer))
-    if times is None or t0 is None or t1 is None or not len(times):
+    was: the client logged an epoch bump in between, or some of its messages timed out in between (a bump follows)."""
+    if t0 is None or t1 is None:
+        return None
+    logged = [b for b in voids.bumps.get(str(producer), ()) if t0 <= b.time_ns <= t1]
+    if logged:
+        reasons = ", ".join(dict.fromkeys(b.reason for b in logged))
+        return (f"the client: producer {producer} bumped its epoch {len(logged)} time(s) while this write was pending "
+                f"(librdkafka's log: {reasons}), and librdkafka renumbers every queued message under the new epoch, "
+                f"so a retry of a batch that may already be in the log is appended again (rdkafka_request.c, "
+                f"OUT_OF_ORDER_SEQUENCE_NUMBER \"skipped sequence numbers\" -> rd_kafka_idemp_drain_epoch_bump; "
+                f"confluentinc/librdkafka#4953)")
+    times = voids.timeouts.get(str(producer))
+    if times is None or not len(times):
         return None
     lo, hi = np.searchsorted(times, t0, side="left"), np.searchsorted(times, t1, side="right")
     if hi <= lo:

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kafka_chaos.checkers import availability, instances
-from kafka_chaos.checkers.client import epoch_bump_between
+from kafka_chaos.checkers.client import ClientVoids, epoch_bump_between
 from kafka_chaos.checkers.completeness import Completeness
 from kafka_chaos.checkers.model import ModelResult
 from kafka_chaos.checkers.reference import Counts
@@ -82,9 +82,9 @@ class Judge:
 
     def __init__(self, meta: RunMeta, model: ModelResult, complete: Completeness,
                  observed_losses: list[dict] = (), stalls: list[availability.Stall] = (),
-                 max_stall_s: float | None = None, client_timeouts: dict | None = None):
+                 max_stall_s: float | None = None, client_voids: ClientVoids | None = None):
         self.meta, self.model, self.complete = meta, model, complete
-        self.client_timeouts = client_timeouts or {}
+        self.client_voids = client_voids or ClientVoids()
         self.observed_losses = list(observed_losses)
         self.stalls = {(s.partition, s.start_ns): s for s in stalls}
         self.max_stall_s = max_stall_s
@@ -137,7 +137,7 @@ class Judge:
         voided = self.model.idempotence_voided(int(row["partition"]), t) if not pd.isna(row["partition"]) else None
         if voided:
             return "allowed", f"; allowed: idempotence voided by {voided}"
-        bumped = epoch_bump_between(self.client_timeouts, row.get("producer"), _int(row["t_invoke_ns"]),
+        bumped = epoch_bump_between(self.client_voids, row.get("producer"), _int(row["t_invoke_ns"]),
                                     _int(row["t_complete_ns"]))
         if bumped:
             return "allowed", f"; allowed by Kafka's rules, idempotence voided by {bumped}"
@@ -187,7 +187,7 @@ RULE_OF_KIND = {
 
 def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: Completeness | None = None,
           observed_losses: list[dict] = (), stalls: list[availability.Stall] = (),
-          max_stall_s: float | None = None, client_timeouts: dict | None = None) -> pd.DataFrame:
+          max_stall_s: float | None = None, client_voids: ClientVoids | None = None) -> pd.DataFrame:
     """The anomalies.parquet rows: instances plus classification, durability and reason. Lost kinds of
     partitions whose drain did not complete are dropped: their absence from the drain proves nothing."""
     complete = complete or Completeness(meta.partitions)
@@ -204,7 +204,7 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
         cls = model.classify(out[is_send])
         durability[is_send] = cls["durability"].to_numpy()
         model_reason[is_send] = cls["reason"].to_numpy()
-    j = Judge(meta, model, complete, observed_losses, stalls, max_stall_s, client_timeouts)
+    j = Judge(meta, model, complete, observed_losses, stalls, max_stall_s, client_voids)
     reason = np.full(n, "", dtype=object)
     for i, row in enumerate(out.to_dict("records")):
         cls_i, why = j.rule(row, durability[i], model_reason[i])

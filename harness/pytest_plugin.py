@@ -239,8 +239,10 @@ def chaos_run(request, chaos_cluster):
         if cfg.getoption("--chaos-seed") is not None:
             opts.seed = cfg.getoption("--chaos-seed")
         from kafka_chaos.harness.scenarios import scenario as _scenario
-        own = _scenario(scenario).cluster_overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs
-        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss run makes its own cluster
+        overrides = _scenario(scenario).cluster_overrides
+        own = (overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs) or \
+            (overrides.get("link_proxy") and not chaos_cluster.config.link_proxy)
+        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss or link run makes its own cluster
         made.append(result)
         _attach(request.node, result)
         return result

@@ -5,7 +5,9 @@ to that logger from poll()/consume()/flush(). `client_logger` gives such a logge
 (it does not propagate) and writing one tab-separated line per record to clients.log with one os.write on an
 O_APPEND descriptor, so the producer, consumer and harness processes share the file without mixing lines.
 
-Informative, not part of the history contract: the checkers never read it; the report summarises it.
+Informative, and part of the history contract in one respect only (docs/history.md, "clients.log"): the lines in
+which an idempotent librdkafka producer bumps its epoch, which no other record shows, are read by the checker
+(`epoch_bumps`). The report summarises the rest.
 """
 from __future__ import annotations
 
@@ -128,3 +130,41 @@ def read_client_log(run_dir: Path | str) -> list[ClientLogLine]:
             continue
         lines.append(ClientLogLine(time_ns, *rest))
     return lines
+
+
+# librdkafka's line when an idempotent producer starts an epoch bump (rdkafka_idempotence.c,
+# rd_kafka_idemp_drain_epoch_bump0, `eos` debug context, facility DRAIN): "Beginning partition drain in state ...
+# for PID{...} epoch bump for N partition(s) with in-flight requests: <reason>"; a transactional producer's bump
+# first asks for an abort ("Need transaction abort before beginning partition drain ... epoch bump ...").
+EPOCH_BUMP = re.compile(r"partition drain .*epoch bump .*?: (?P<reason>.*)$")
+
+
+@dataclass(frozen=True)
+class EpochBump:
+    time_ns: int
+    producer: str       # the producer's name in sends.parquet (its process "producer-<name>")
+    reason: str         # librdkafka's: "skipped sequence numbers", "unknown producer id", "N message(s) timed out"
+
+
+def epoch_bumps(run_dir: Path | str) -> list[EpochBump]:
+    """Every epoch bump an idempotent producer of the run logged, in file order. Lines are filtered as text before
+    they are parsed: clients.log can hold hundreds of thousands of lines."""
+    path = client_log_path(run_dir)
+    if not path.is_file():
+        return []
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            if "\tDRAIN\t" not in raw or "epoch bump" not in raw:
+                continue
+            parts = raw.rstrip("\n").split("\t")
+            if len(parts) != len(FIELDS) or not parts[2].startswith("producer-"):
+                continue
+            match = EPOCH_BUMP.search(_unescape(parts[6]))
+            try:
+                time_ns = int(dt.datetime.fromisoformat(parts[0]).timestamp() * 1e9)
+            except ValueError:
+                continue
+            if match:
+                out.append(EpochBump(time_ns, parts[2][len("producer-"):], match.group("reason").strip()))
+    return out

@@ -21,6 +21,12 @@ def client_debug() -> dict:
     return {"debug": contexts, "log_level": 7} if contexts else {}
 
 
-def client_logging(log_path: str | None, process: str) -> dict:
-    """Client settings that send librdkafka's log to `log_path` (None: nowhere) as process `process`."""
-    return {"logger": client_logger(log_path, process), "log_level": LOG_LEVEL} | client_debug()
+def client_logging(log_path: str | None, process: str, idempotent: bool = False) -> dict:
+    """Client settings that send librdkafka's log to `log_path` (None: nowhere) as process `process`. An
+    idempotent producer also logs librdkafka's `eos` debug context: its epoch bumps are debug lines only
+    (rdkafka_idempotence.c, rd_kafka_idemp_drain_epoch_bump0: "Beginning partition drain ... epoch bump"), and the
+    checker needs them to tell a client-side bump from a broken promise (history/client_log.py, epoch_bumps).
+    The context is quiet: it logs at start-up, on errors and on bumps, never per message."""
+    contexts = [c for c in client_debug().get("debug", "").split(",") if c] + (["eos"] if idempotent else [])
+    debug = {"debug": ",".join(dict.fromkeys(contexts)), "log_level": 7} if contexts else {}
+    return {"logger": client_logger(log_path, process), "log_level": LOG_LEVEL} | debug

@@ -79,7 +79,8 @@ class ProducerWorker:
         return self.profile.client_config() | {
             "bootstrap.servers": self.spec.bootstrap_servers,
             "queue.buffering.max.messages": max(100_000, self.spec.max_outstanding * 2),
-        } | client_logging(self.spec.client_log, f"producer-{self.profile.name}") | dict(self.spec.client_overrides)
+        } | client_logging(self.spec.client_log, f"producer-{self.profile.name}",
+                          idempotent=self.profile.idempotent) | dict(self.spec.client_overrides)
 
     def _delivery_callback(self):
         append = self.completes.lines.append

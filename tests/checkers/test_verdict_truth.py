@@ -157,6 +157,45 @@ def test_an_idempotent_duplicate_after_the_same_producers_messages_timed_out_is_
     assert "librdkafka" in reason and "timed out" in reason
 
 
+def write_bump_line(run, producer: str, at_ns: int, reason="skipped sequence numbers"):
+    """The line librdkafka's `eos` debug context writes when an idempotent producer starts an epoch bump."""
+    import logging
+
+    from kafka_chaos.history.client_log import ClientLogHandler, client_log_path
+    text = ("[thrd:kc-b1:9092/1]: Beginning partition drain in state Assigned for PID{Id:1000,Epoch:0} epoch bump "
+            f"for 3 partition(s) with in-flight requests: {reason}")
+    rec = logging.LogRecord("kc", logging.DEBUG, __file__, 1, "%s [%s] %s", ("DRAIN", "rdkafka#producer-1", text),
+                            None)
+    rec.created = at_ns / 1e9
+    handler = ClientLogHandler(client_log_path(run), f"producer-{producer}")
+    handler.emit(rec)
+    handler.close()
+
+
+def bumped_duplicate(tmp_path, producer: str, bump_after_s: float):
+    from tests.checkers.conftest import MS
+    slow = send("a", offset=0, t=0)
+    slow["t_complete_ns"] += 10 * S * MS                         # pending for 10 s during a leader change
+    run = write_run(tmp_path / "r", [slow], [read("a", offset=0), read("a", offset=1)], **with_times(meta()))
+    write_bump_line(run, producer, slow["t_invoke_ns"] + int(bump_after_s * 1e9))
+    return checked(run)
+
+
+def test_an_idempotent_duplicate_across_an_epoch_bump_the_client_logged_is_the_clients(tmp_path):
+    # librdkafka#4953: an OUT_OF_ORDER_SEQUENCE_NUMBER during a leader change bumps the epoch with no timeout at all
+    code, verdict, rows = bumped_duplicate(tmp_path, "p0", bump_after_s=4)
+    (reason,) = rows[rows["kind"] == "duplicate"]["reason"]
+    assert verdict["violations"] == {} and code == 0
+    assert "skipped sequence numbers" in reason and "librdkafka#4953" in reason
+
+
+def test_an_epoch_bump_of_another_producer_or_after_the_ack_voids_nothing(tmp_path):
+    code, verdict, _ = bumped_duplicate(tmp_path / "other", "p1", bump_after_s=4)
+    assert verdict["violations"] == {"duplicate": 1} and code == 1
+    code, verdict, _ = bumped_duplicate(tmp_path / "late", "p0", bump_after_s=11)
+    assert verdict["violations"] == {"duplicate": 1} and code == 1
+
+
 def test_a_timeout_of_another_producer_voids_nothing(tmp_path):
     from tests.checkers.conftest import MS
     slow = send("a", offset=0, t=0)

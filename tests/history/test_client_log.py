@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from kafka_chaos.history.client_log import ClientLogHandler, client_log_path, from_record, read_client_log
+from kafka_chaos.history.client_log import ClientLogHandler, client_log_path, epoch_bumps, from_record, read_client_log
 
 
 def record(msg, args, level=logging.ERROR) -> logging.LogRecord:
@@ -39,3 +39,23 @@ def test_tabs_newlines_and_backslashes_survive_the_file(tmp_path):
 
 def test_no_file_is_no_lines(tmp_path):
     assert read_client_log(tmp_path) == []
+
+
+def test_an_idempotent_producers_epoch_bumps_are_read_back_and_nothing_else(tmp_path):
+    lines = [("producer-p0", "DRAIN", "[thrd:main]: Beginning partition drain in state Assigned for "
+                                      "PID{Id:7,Epoch:0} epoch bump for 2 partition(s) with in-flight requests: "
+                                      "skipped sequence numbers"),
+             ("producer-p1", "DRAIN", "[thrd:main]: Need transaction abort before beginning partition drain in "
+                                      "state Assigned for PID{Id:8,Epoch:3} epoch bump for 1 partition(s) with "
+                                      "in-flight requests: 3 message(s) timed out on chaos [0]"),
+             ("producer-p0", "DRAIN", "[thrd:main]: chaos [1] beginning partition drain: unable to send"),
+             ("consumer-c0", "DRAIN", "[thrd:main]: Beginning partition drain ... epoch bump for 1: odd"),
+             ("producer-p0", "FAIL", "[thrd:main]: epoch bump mentioned elsewhere: not a bump")]
+    for process, facility, text in lines:
+        handler = ClientLogHandler(client_log_path(tmp_path), process)
+        handler.emit(record("%s [%s] %s", (facility, "rdkafka#producer-1", text), logging.DEBUG))
+        handler.close()
+    bumps = epoch_bumps(tmp_path)
+    assert [(b.producer, b.reason) for b in bumps] == [("p0", "skipped sequence numbers"),
+                                                       ("p1", "3 message(s) timed out on chaos [0]")]
+    assert all(b.time_ns > 0 for b in bumps) and epoch_bumps(tmp_path / "none") == []

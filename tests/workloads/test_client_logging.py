@@ -56,6 +56,23 @@ def test_client_debug_contexts_go_to_the_same_file(tmp_path, capfd, monkeypatch)
     assert {"DEBUG", "ERROR"} <= levels
 
 
+def test_an_idempotent_producer_logs_its_eos_context_for_the_checker_and_a_plain_one_does_not(tmp_path, capfd,
+                                                                                               monkeypatch):
+    from confluent_kafka import Producer
+
+    for name, idempotent in (("idem", True), ("plain", False)):
+        producer = Producer({"bootstrap.servers": CLOSED, "message.timeout.ms": 1000, "enable.idempotence": idempotent}
+                            | client_logging(str(client_log_path(tmp_path / name)), f"producer-{name}", idempotent))
+        producer.produce("t", b"x")
+        producer.flush(2)
+    assert capfd.readouterr() == ("", "")
+    idem = read_client_log(tmp_path / "idem")
+    assert any(x.level == "DEBUG" and x.facility == "IDEMPSTATE" for x in idem)
+    assert not any(x.level == "DEBUG" for x in read_client_log(tmp_path / "plain"))
+    monkeypatch.setenv("KAFKA_CHAOS_CLIENT_DEBUG", "msg")
+    assert client_logging(None, "producer-p0", idempotent=True)["debug"] == "msg,eos"
+
+
 def test_without_a_run_the_lines_are_dropped_not_printed(capfd):
     poll_consumer(None, "consumer-nowhere", 1.0)
     assert capfd.readouterr() == ("", "")
