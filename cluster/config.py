@@ -49,6 +49,7 @@ class ClusterConfig:
     subnet: str | None = None                   # None: the first free /24 in 172.29.0.0/16
     image: str | None = None                    # None: build kafka-chaos-broker locally
     power_loss_fs: bool = False                 # brokers' log dirs on lazyfs (cluster/powerfs.py): power loss
+    link_proxy: bool = False                    # client and replication links through Toxiproxy (cluster/linkproxy.py)
     extra_settings: dict[str, str] = field(default_factory=dict)   # --broker-config settings without a field here
     topic_settings: dict[str, str] = field(default_factory=dict)   # `cluster up --topic-config`: every run's topic
 
@@ -151,7 +152,9 @@ def _metadata_properties(config: ClusterConfig, node_id: int, controller_ips: di
 
 
 def broker_properties(config: ClusterConfig, version: str, node_id: int, ip: str,
-                      controller_ips: dict[int, str], zookeeper_ip: str | None = None) -> str:
+                      controller_ips: dict[int, str], zookeeper_ip: str | None = None,
+                      listeners: dict[str, str] | None = None) -> str:
+    """`listeners`: listener settings that replace the plain ones (the link proxy's, cluster/linkproxy.py)."""
     rf = min(3, config.brokers)
     props = {
         **_metadata_properties(config, node_id, controller_ips, zookeeper_ip),
@@ -172,6 +175,7 @@ def broker_properties(config: ClusterConfig, version: str, node_id: int, ip: str
         "num.replica.fetchers": "1",
         "background.threads": "4",
     }
+    props.update(listeners or {})
     if version_tuple(version) >= (4, 0, 0):
         props["share.coordinator.state.topic.replication.factor"] = str(rf)
         props["share.coordinator.state.topic.min.isr"] = str(min(2, rf))

@@ -62,10 +62,25 @@ class KafkaDistribution:
 
 
 def parse_version(version: str) -> tuple[int, ...]:
-    """A release version (three numbers, no suffix); UsageError for anything else."""
+    """A release version (three numbers, no suffix); UsageError for anything else. A pre-1.0 release (four
+    numbers, 0.11.0.3) is a real Kafka this harness does not run: refused as too old, naming the ones that do."""
+    if re.fullmatch(r"0\.\d+\.\d+\.\d+", version or ""):
+        raise UsageError(f"Kafka {version} is older than this harness runs: {_OLDEST_LINE}", _runnable_remedy())
     if not re.fullmatch(r"\d+\.\d+\.\d+", version or ""):
         raise UsageError(f"'{version}' is not a Kafka release version", "give one like 4.4.0 or 3.9.2")
     return version_tuple(version)
+
+
+_OLDEST_LINE = ("the oldest line Debian 12's openjdk-17 runs here is 1.1 (ZooKeeper mode; see the README's "
+                "'Older releases')")
+
+
+def _runnable_remedy() -> str:
+    """'pick one of: ...' from Maven Central's list; a fixed hint when that list cannot be had (no mvn, offline)."""
+    try:
+        return f"pick one of: {', '.join(available_versions())}"
+    except (EnvironmentProblem, UsageError):
+        return "pick a release from 1.1.0 on, e.g. 1.1.1, 2.8.2, 3.9.2 or 4.4.0"
 
 
 def _mvn() -> str:
@@ -203,12 +218,7 @@ def _resolve_exact(version: str) -> KafkaDistribution:
     if found := cached(version):
         return found
     if parse_version(version) < OLDEST_SUPPORTED:
-        oldest = ".".join(map(str, OLDEST_SUPPORTED[:2]))
-        raise UsageError(
-            f"Kafka {version} is older than this harness runs: the oldest line Debian 12's openjdk-17 runs here is "
-            f"{oldest} (ZooKeeper mode; see the README's 'Older releases')",
-            f"pick one of: {', '.join(available_versions())}",
-        )
+        raise UsageError(f"Kafka {version} is older than this harness runs: {_OLDEST_LINE}", _runnable_remedy())
     libs = libs_dir(version)
     tmp = libs.parent / "libs.partial"
     shutil.rmtree(tmp, ignore_errors=True)

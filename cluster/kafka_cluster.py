@@ -23,7 +23,7 @@ from kafka_chaos.base.errors import EnvironmentProblem, UsageError
 from kafka_chaos.base.paths import DOCKER_CONTEXT
 from kafka_chaos.base.waiting import WaitTimeout, wait_until
 from kafka_chaos.cluster import config as cfg
-from kafka_chaos.cluster import distribution, image, powerfs
+from kafka_chaos.cluster import distribution, image, linkproxy, powerfs
 from kafka_chaos.cluster.config import ClusterConfig
 from kafka_chaos.cluster.engine import docker_client
 from kafka_chaos.cluster.metadata import ClusterMetadata, PartitionState  # noqa: F401  (PartitionState: re-exported)
@@ -109,7 +109,28 @@ class KafkaCluster(ClusterMetadata):
 
     @property
     def bootstrap_servers(self) -> str:
+        """Where the workload's clients start: the brokers, or with the link proxy their client links on it."""
+        if self.config.link_proxy:
+            return ",".join(f"{self.proxy_ip}:{linkproxy.CLIENT_PORT_BASE + n.id}" for n in self.brokers)
         return ",".join(f"{n.ip}:{cfg.BROKER_PORT}" for n in self.brokers)
+
+    @property
+    def admin_bootstrap_servers(self) -> str:
+        """The harness's own view (metadata sampling): never through the link proxy."""
+        if self.config.link_proxy:
+            return ",".join(f"{n.ip}:{linkproxy.DIRECT_PORT}" for n in self.brokers)
+        return self.bootstrap_servers
+
+    @property
+    def proxy_ip(self) -> str:
+        return str(list(self.subnet.hosts())[linkproxy.HOST_INDEX - 1])
+
+    def link_proxy(self) -> linkproxy.LinkProxy:
+        """The Toxiproxy on this cluster's links; UsageError if it was started without one."""
+        if not self.config.link_proxy:
+            raise UsageError(f"cluster {self.config.name} has no link proxy (it was started without one)",
+                             "start the cluster with --link-proxy (a link scenario does so itself)")
+        return linkproxy.LinkProxy(self.proxy_ip, f"kc-{self.config.name}-proxy")
 
     def labels(self) -> dict[str, str]:
         return {LABEL: "1", LABEL_CLUSTER: self.config.name, LABEL_RUN: self.run_id,
@@ -143,6 +164,7 @@ class KafkaCluster(ClusterMetadata):
         self._reaper = Reaper(self.run_id)
         try:
             self._create_network()
+            self._start_link_proxy()
             self._create_nodes()
             self.wait_ready(timeout)
         except BaseException:
@@ -219,15 +241,31 @@ class KafkaCluster(ClusterMetadata):
         if c.zookeeper_mode:
             zk_ip = self._ip("zookeeper", cfg.ZOOKEEPER_NODE_ID)
             specs = [("zookeeper", cfg.ZOOKEEPER_NODE_ID, cfg.zookeeper_properties())]
-            return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), {}, zk_ip))
+            return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i), {}, zk_ip,
+                                                                  self._listeners(i)))
                             for i in range(1, c.brokers + 1)]
         controller_ids = [cfg.FIRST_CONTROLLER_ID + i for i in range(c.controllers)]
         controller_ips = {i: self._ip("controller", i) for i in controller_ids}
         specs = [("controller", i, cfg.controller_properties(c, self.version, i, controller_ips))
                  for i in controller_ids]
         return specs + [("broker", i, cfg.broker_properties(c, self.version, i, self._ip("broker", i),
-                                                              controller_ips))
+                                                              controller_ips, listeners=self._listeners(i)))
                         for i in range(1, c.brokers + 1)]
+
+    def _start_link_proxy(self) -> None:
+        """With --link-proxy: the Toxiproxy container and every link on it, before any broker connects."""
+        if not self.config.link_proxy:
+            return
+        ips = {i: self._ip("broker", i) for i in range(1, self.config.brokers + 1)}
+        linkproxy.start(self.client, linkproxy.ensure_image(self.client), self.network_name,
+                        f"kc-{self.config.name}-proxy", self.proxy_ip, self.labels(),
+                        linkproxy.proxy_specs(ips, cfg.BROKER_PORT))
+
+    def _listeners(self, node_id: int) -> dict[str, str] | None:
+        if not self.config.link_proxy:
+            return None
+        return linkproxy.broker_listeners(node_id, self._ip("broker", node_id), list(range(1, self.config.brokers + 1)),
+                                          self.proxy_ip, cfg.BROKER_PORT)
 
     def _create_nodes(self) -> None:
         c = self.config
@@ -326,6 +364,8 @@ class KafkaCluster(ClusterMetadata):
         self._reaper, self._admin = None, None
         self.nodes = []
         for c in client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={self.run_id}"}):
+            if c.labels.get("kafka-chaos.role") == linkproxy.ROLE:
+                continue                          # not a node: the link proxy (link_proxy())
             role, node_id = c.labels["kafka-chaos.role"], int(c.labels["kafka-chaos.node-id"])
             self.nodes.append(Node(node_id, role, c.name, self._ip(role, node_id), client))
         self.nodes.sort(key=lambda n: (n.role != "broker", n.id))

@@ -1,7 +1,7 @@
 """What a running cluster says about itself: topics, leaders, ISRs, high watermarks, the active controller.
 
-A mixin of KafkaCluster, which provides `bootstrap_servers`, `nodes`, `controllers`, `zookeepers`, `config`, `version`,
-`network_name`, `subnet` and the `_admin` slot. Reads go through a Metadata request any live broker answers.
+A mixin of KafkaCluster, which provides `admin_bootstrap_servers`, `nodes`, `controllers`, `zookeepers`, `config`,
+`version`, `network_name`, `subnet` and the `_admin` slot. Reads go through a Metadata request any live broker answers.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ClusterMetadata:
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000,
+            self._admin = AdminClient({"bootstrap.servers": self.admin_bootstrap_servers, "socket.timeout.ms": 10000,
                                        "socket.connection.setup.timeout.ms": 3000,
                                        "reconnect.backoff.max.ms": 1000, "log_level": 0})
         return self._admin

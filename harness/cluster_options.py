@@ -23,6 +23,7 @@ _FIELDS = {
     "replica_lag_ms": ("replica_lag_time_max_ms", "--replica-lag-ms"),
     "session_timeout_ms": ("broker_session_timeout_ms", "--session-timeout-ms"),
     "power_loss_fs": ("power_loss_fs", "--power-loss-fs"),
+    "link_proxy": ("link_proxy", "--link-proxy"),
 }
 
 
@@ -51,6 +52,9 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
     p.add_argument("--power-loss-fs", action=argparse.BooleanOptionalAction, default=None,
                    help="each broker's log dir on a FUSE layer that keeps unsynced writes apart, so a power loss "
                         "drops them (a power-loss scenario turns it on itself)")
+    p.add_argument("--link-proxy", action=argparse.BooleanOptionalAction, default=None,
+                   help="the clients' and the brokers' replication links through a Toxiproxy, so link faults can "
+                        "slow them without tc netem (a link scenario turns it on itself)")
     p.add_argument("--flush-every-write", action="store_true", default=None,
                    help="log.flush.interval.messages=1: Kafka fsyncs every write before acknowledging it")
     p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
@@ -83,6 +87,7 @@ class ClusterChoice:
     replica_lag_ms: int | None = None
     session_timeout_ms: int | None = None
     power_loss_fs: bool | None = None
+    link_proxy: bool | None = None
     flush_every_write: bool | None = None
     broker_config: dict[str, str] = field(default_factory=dict)
 

@@ -4,6 +4,8 @@ Options, all `--chaos-*` and named as `kafka-chaos run` names them: --chaos-kafk
 --chaos-keep-cluster, --chaos-broker-config, --chaos-topic-config, --chaos-duration, --chaos-seed, --chaos-suite,
 --chaos-client (librdkafka, java or both: the client library of every chaos_run),
 --chaos-shard (the old --kafka-version, --results-dir and --keep-cluster still work, hidden, with a warning).
+--chaos-kafka-version may be a list (2.8.2,3.9.2:zookeeper,4.4.0): every test using the chaos cluster then runs
+once per release, the release in its id (`test_x[3.9.2-zookeeper]`), one cluster per release in turn.
 Fixtures: `chaos_cluster` (one cluster per session, reset between tests: faults healed, topics deleted),
 `nemesis` (faults against it, healed after the test), `chaos_run` (a whole scenario run on it, its verdict and
 report attached to the test's report). Markers: `chaos`, and `chaos_quick` for the quick subset (the old `quick`
@@ -29,7 +31,8 @@ RENAMED = {"--chaos-kafka-version": "--kafka-version", "--chaos-results": "--res
 def pytest_addoption(parser):
     group = parser.getgroup("kafka-chaos")
     group.addoption("--chaos-kafka-version", default=None, metavar="V",
-                    help="Kafka release for chaos tests (default: newest 4.x)")
+                    help="Kafka release for chaos tests (default: newest 4.x); a list (2.8.2,3.9.2:zookeeper,4.4.0) "
+                         "runs every chaos test on each, one cluster per release, the release in the test id")
     group.addoption("--chaos-metadata", choices=("kraft", "zookeeper"), default=None,
                     help="metadata mode of the chaos cluster (default: KRaft where the release has it)")
     group.addoption("--chaos-duration", type=float, default=None, help="seconds of workload per scenario")
@@ -88,6 +91,39 @@ def _settings(config) -> tuple[dict[str, str], dict[str, str]]:
 
 
 _SETTINGS = pytest.StashKey[tuple]()
+_RELEASES = pytest.StashKey[list]()
+
+
+def _releases(config) -> list[tuple[str, str]] | None:
+    """--chaos-kafka-version as a list of (version, metadata mode), checked at start-up; None for one release
+    (or none), which keeps tests unparametrized. Entries as `kafka-chaos run --kafka-version A,B:MODE` takes them."""
+    from kafka_chaos.base.errors import HarnessError
+    from kafka_chaos.harness.matrix import is_matrix, parse_matrix
+
+    text = config.getoption("--chaos-kafka-version")
+    if not is_matrix(text):
+        return None
+    try:
+        return parse_matrix(text, config.getoption("--chaos-metadata"))
+    except HarnessError as e:
+        raise pytest.UsageError(f"{e.cause}; {e.remedy}") from None
+
+
+def release_id(version: str, mode: str) -> str:
+    """A test id's release part: the version, with the metadata mode where it is not the release's default."""
+    from kafka_chaos.cluster.config import metadata_mode
+
+    return version if mode == metadata_mode(version, None) else f"{version}-{mode}"
+
+
+def pytest_generate_tests(metafunc):
+    """With a list of releases, every test that uses the chaos cluster (directly, or through chaos_run or
+    nemesis) runs once per release: `test_x[3.9.2-zookeeper]`. The fixture is session-scoped, so pytest groups the
+    tests by release and starts one cluster per release, one after another."""
+    releases = metafunc.config.stash.get(_RELEASES, None)
+    if releases and "chaos_release" in metafunc.fixturenames:
+        metafunc.parametrize("chaos_release", releases, indirect=True, scope="session",
+                             ids=[release_id(v, m) for v, m in releases])
 
 
 def pytest_configure(config):
@@ -100,6 +136,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", f"{OLD_QUICK_MARK}: deprecated spelling of {QUICK_MARK}")
     _adopt_old_spellings(config)
     config.stash[_SETTINGS] = _settings(config)
+    config.stash[_RELEASES] = _releases(config)
 
 
 def _quick(item) -> bool:
@@ -131,19 +168,29 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="session")
-def chaos_cluster(request):
-    """The session's chaos cluster, with --chaos-broker-config applied; with --chaos-keep-cluster it is left
-    running (and reused next time, if it has those settings)."""
+def chaos_release(request) -> tuple[str | None, str | None]:
+    """(Kafka version, metadata mode) of the chaos cluster: one entry of a --chaos-kafka-version list (the test is
+    parametrized over them), else the single --chaos-kafka-version and --chaos-metadata (None: the defaults)."""
+    if hasattr(request, "param"):
+        return request.param
+    return request.config.getoption("--chaos-kafka-version"), request.config.getoption("--chaos-metadata")
+
+
+@pytest.fixture(scope="session")
+def chaos_cluster(request, chaos_release):
+    """The session's chaos cluster (one per release of a --chaos-kafka-version list), with --chaos-broker-config
+    applied; with --chaos-keep-cluster it is left running (and reused next time, if it has those settings)."""
     from kafka_chaos.base.errors import UsageError
     from kafka_chaos.cluster.kafka_cluster import KafkaCluster
     from kafka_chaos.harness.cluster_options import ClusterChoice
     from kafka_chaos.harness.runner import chaos_cluster_config
 
     keep = request.config.getoption("--chaos-keep-cluster")
-    version = request.config.getoption("--chaos-kafka-version")
-    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0],
-                           metadata=request.config.getoption("--chaos-metadata"))
-    name = "kafka-chaos-pytest"
+    version, mode = chaos_release
+    listed = request.config.stash.get(_RELEASES, None) is not None
+    choice = ClusterChoice(broker_config=request.config.stash[_SETTINGS][0], metadata=mode)
+    suffix = f"-{release_id(version, mode)}".replace(".", "-") if listed else ""
+    name = "kafka-chaos-pytest" + suffix
     if keep:
         try:
             cluster = KafkaCluster.attach(name)
@@ -152,7 +199,7 @@ def chaos_cluster(request):
         else:
             choice.check_matches(cluster.config)
     else:
-        cluster = KafkaCluster(choice.apply(chaos_cluster_config(f"pytest{os.getpid()}", version))).up()
+        cluster = KafkaCluster(choice.apply(chaos_cluster_config(f"pytest{os.getpid()}{suffix}", version))).up()
     yield cluster
     if not keep:
         cluster.down()
@@ -192,8 +239,10 @@ def chaos_run(request, chaos_cluster):
         if cfg.getoption("--chaos-seed") is not None:
             opts.seed = cfg.getoption("--chaos-seed")
         from kafka_chaos.harness.scenarios import scenario as _scenario
-        own = _scenario(scenario).cluster_overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs
-        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss run makes its own cluster
+        overrides = _scenario(scenario).cluster_overrides
+        own = (overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs) or \
+            (overrides.get("link_proxy") and not chaos_cluster.config.link_proxy)
+        result = run(opts, cluster=None if own else chaos_cluster)     # a power-loss or link run makes its own cluster
         made.append(result)
         _attach(request.node, result)
         return result

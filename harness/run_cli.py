@@ -22,20 +22,31 @@ def register(sub) -> None:
     p.add_argument("--schedule", type=Path, metavar="FILE",
                    help="play this fault schedule (JSON, as every run writes to schedule.json) instead of the "
                         "scenario's; the scenario still gives the topic's shape")
-    p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
-    p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
-                   help="enable.idempotence (default: on for acks=all)")
     p.add_argument("--duration", type=float, help="seconds of workload (default: the scenario's, 60)")
-    p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
-    p.add_argument("--seed", type=int, help="seed of the fault schedule (default: drawn and recorded)")
     p.add_argument("--repeat", type=int, metavar="N",
                    help="run the scenario N times with seeds seed..seed+N-1 on one cluster and one Spark session, "
                         "then print the table of verdicts (exit: the worst run's)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
     p.add_argument("--reuse-cluster", action="store_true",
                    help="use the running cluster (`kafka-chaos cluster up`), or start one that stays up")
     p.add_argument("--keep-cluster", action="store_true", help="leave the run's cluster up at the end")
     p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
+    add_workload_options(p)
+    p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
+    add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s
+    from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
+    add_engine_option(p)
+    add_judgement_options(p)
+    p.set_defaults(func=_cmd_run)
+
+
+def add_workload_options(p) -> None:
+    """What the workload does (shared by `run` and `soak`, so both reach options_from_args with every field)."""
+    p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
+    p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
+                   help="enable.idempotence (default: on for acks=all)")
+    p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
+    p.add_argument("--seed", type=int, help="seed of the fault schedule (default: drawn and recorded)")
+    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
     p.add_argument("--client", choices=("librdkafka", "java", "both"), default="librdkafka",
                    help="the client library that writes and reads live: librdkafka (confluent-kafka), java (Kafka's "
                         "own kafka-clients of the release), or both side by side with the same profile")
@@ -50,12 +61,6 @@ def register(sub) -> None:
     p.add_argument("--transactions", action="store_true",
                    help="a transactional producer (librdkafka, transactional.id): transactions over every partition, "
                         "every 4th aborted on purpose; read_committed consumers must never see an aborted one")
-    p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
-    add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s
-    from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
-    add_engine_option(p)
-    add_judgement_options(p)
-    p.set_defaults(func=_cmd_run)
 
 
 def _cmd_scenarios(args) -> int:

@@ -4,6 +4,7 @@ What decides a run is `RunOptions` (harness.run_options), validated before any c
 """
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
@@ -54,13 +55,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         owned = False
     else:
         cluster, owned = cluster_for(opts, display)
-    if sc.cluster_overrides.get("power_loss_fs") and not cluster.config.power_loss_fs:
-        if owned:
-            cluster.down()
-        raise UsageError(f"{opts.scenario} needs the brokers' log dirs on the power-loss layer; cluster "
-                         f"{cluster.config.name} was started without it",
-                         "drop --reuse-cluster (the run starts its own cluster with it), or start the cluster with "
-                         "--power-loss-fs")
+    _check_cluster_layers(sc, cluster, owned, opts.scenario)
     history = workload = None
     finalized = False
     try:
@@ -149,6 +144,21 @@ def _warm_spark() -> None:
             log.debug("warming Spark failed: %s", e)
 
     threading.Thread(target=start, name="spark-warmup", daemon=True).start()
+
+
+def _check_cluster_layers(sc: scenarios.Scenario, cluster: KafkaCluster, owned: bool, name: str) -> None:
+    """A scenario that needs the power-loss layer or the link proxy refuses a given cluster started without it."""
+    needs = [(flag, what) for key, flag, what in (
+        ("power_loss_fs", "--power-loss-fs", "the brokers' log dirs on the power-loss layer"),
+        ("link_proxy", "--link-proxy", "its links through the link proxy"))
+        if sc.cluster_overrides.get(key) and not getattr(cluster.config, key)]
+    if needs:
+        flag, what = needs[0]
+        if owned:
+            cluster.down()
+        raise UsageError(f"{name} needs {what}; cluster {cluster.config.name} was started without it",
+                         f"drop --reuse-cluster (the run starts its own cluster with it), or start the cluster with "
+                         f"{flag}")
 
 
 def cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, bool]:
@@ -242,9 +252,20 @@ def summary_lines(result: RunResult) -> list[str]:
             lines.append(f"  {client} {row.get('version') or ''}: sends {row['sends']}, acked {row['acked']}, "
                          f"lost {row['lost']}, duplicates {row['duplicates']}, longest stall "
                          f"{row['longest_stall_s']:.1f} s")
+    failed = _fault_failures(result.run_dir)
+    if failed:
+        lines.append(f"WARNING: {len(failed)} scheduled fault(s) did not start, so this run did not test them: "
+                     + "; ".join(failed))
     if result.report:
         lines.append(f"report: {result.report}")
     return lines
+
+
+def _fault_failures(run_dir: Path) -> list[str]:
+    try:
+        return list(json.loads((Path(run_dir) / "meta.json").read_text()).get("fault_failures") or [])
+    except (OSError, ValueError):
+        return []
 
 
 def _incomplete_reasons(incomplete: dict) -> list[str]:

@@ -65,6 +65,28 @@ def slow_then_kill(duration_s: float) -> Schedule:
                once(start + behind_after, spec("leader-kill", topic=TOPIC), dead_for))
 
 
+def slow_link_then_kill(duration_s: float) -> Schedule:
+    """Delay chaos/0's follower's fetch responses by 8 s (through the link proxy) until it has fallen out of the
+    ISR, then kill the leader; the leader stays dead for a while and restarts, and only then is the delay lifted.
+    The network twin of slow-follower-then-leader-kill: with replication factor 2 the leader is alone in the ISR, so
+    min.insync.replicas=1 acknowledges acks=all writes the follower never fetched and 2 refuses them.
+
+    A delay longer than replica.lag.time.max.ms (5 s in a chaos cluster) drives the follower out whatever the
+    load: its fetches reach the leader at most every 8 s, so its last caught-up time is always older than the lag
+    time before the next one arrives (Replica.updateFetchStateOrThrow). A bandwidth cap does so only while the
+    producers write faster than the cap, which acks=all producers, waiting on that very follower, may not (seen
+    here: a follower capped at 16 KB/s rejoined the ISR under acks=all load). Hence latency, and 20 s before the
+    kill (lag, plus lag/2 for the expiry check, plus one delayed fetch, plus margin). With min.insync.replicas=2
+    the follower flaps (seen here): once it is out the leader refuses acks=all writes, its log end stops, the
+    delayed fetch reaches it and the follower is back in, until writes resume."""
+    start = max(duration_s * 0.1, 3.0)
+    behind_after = 20.0
+    dead_for = max(duration_s * 0.25, 10.0)
+    return mix(once(start, spec("follower-link-slow", topic=TOPIC, delay_ms=8000, jitter_ms=0),
+                    behind_after + dead_for),
+               once(start + behind_after, spec("leader-kill", topic=TOPIC), dead_for))
+
+
 def reassign_under_fire(duration_s: float) -> Schedule:
     """A random broker is killed first; while it is down, chaos/0's replicas are moved (heal moves them back late
     in the run), and halfway through chaos/0's leader is killed too: the new replica may have to catch up from a
@@ -127,6 +149,12 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
     Scenario("slow-follower-then-leader-kill", "starve chaos/0's follower of CPU until it leaves the ISR, then "
              "kill the leader and restart it later (replication factor 2: the leader is alone in the ISR)",
              slow_then_kill, replication_factor=2, duration_s=50.0),
+    Scenario("slow-link-then-leader-kill", "delay chaos/0's follower's fetch links by 8 s (Toxiproxy) until it "
+             "leaves the ISR, then kill the leader and restart it later (replication factor 2: the leader is alone "
+             "in the ISR)",
+             slow_link_then_kill, replication_factor=2, duration_s=50.0, cluster_overrides={"link_proxy": True}),
+    Scenario("link-slow", "add 200 ms ± 20 ms to a broker's client and replication links (Toxiproxy), heal; "
+             "repeated", cycles("link-slow", delay_ms=200, jitter_ms=20), cluster_overrides={"link_proxy": True}),
     Scenario("reassign-under-fire", "move chaos/0's replicas to another set of brokers (one swapped for the fourth "
              "broker) and back, while a random broker, then chaos/0's leader, are killed and restarted; 4 brokers",
              reassign_under_fire, duration_s=60.0, cluster_overrides={"brokers": 4}),
@@ -150,6 +178,10 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              cycles("all-kill")),
     Scenario("cascade-kill", "kill chaos/0's followers one by one, then its leader; restart an out-of-sync "
              "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
+    Scenario("cascade-kill-serial", "cascade-kill whose heal restarts each broker only once the one before has "
+             "registered, so chaos/0's last leader registers last: with ELR on, 4.0.x elects it while it is still "
+             "fenced (KAFKA-19522, fixed in 4.1.0; README 'Historical bugs')",
+             single("cascade-kill-serial", topic=TOPIC, interval_s=8.0)),
     Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
              cycles("client-isolate")),
     Scenario("power-loss-all", "power off every broker at once (each keeps only what it fsync'ed), power them on; "

@@ -5,8 +5,9 @@ faults drawn from every class, heal, drain, check) with its own results director
 so no process ever holds more than one window's history, and a window that broke something can be replayed or
 shrunk by itself (its plan is a schedule file). After each window the running verdict (the worst so far, the sums
 of each anomaly kind, memory and disk) is printed, shown in the live display, and written to the partial report
-<results>/<soak_id>/soak.md and soak.json. `--keep-segments N` deletes the history of valid windows older than the
-last N (their verdict, meta and plan stay), so the disk is bounded too. What this does not see: an anomaly that
+<results>/<soak_id>/soak.html (report/soak.py: the running verdict over time), soak.md and soak.json.
+`--keep-segments N` deletes the history of valid windows older than the last N (their verdict, meta and plan
+stay), so the disk is bounded too. What this does not see: an anomaly that
 spans two windows (each window's topic is new).
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kafka_chaos.harness.run_options import RunOptions
 from kafka_chaos.harness.scenarios import TOPIC
 from kafka_chaos.nemesis import schedule_data
 from kafka_chaos.nemesis.schedule import _sub_seed, spec, stagger
+from kafka_chaos.report.soak import write_soak_page
 
 log = logging.getLogger(__name__)
 MIN_TAIL_S = 15.0           # each window ends fault-free for this long (at least), so its drain sees a settled cluster
@@ -94,7 +96,7 @@ class Soak:
         return out
 
     def write(self, done: bool) -> None:
-        """soak.json and soak.md: the partial report, rewritten after every window."""
+        """soak.json, soak.md and soak.html: the partial report, rewritten after every window."""
         self.root.mkdir(parents=True, exist_ok=True)
         data = {"soak_id": self.soak_id, "duration_s": self.duration_s, "window_s": self.window_s,
                 "seed": self.seed, "done": done, "running_verdict": self.running(), "sums": self.sums(),
@@ -113,6 +115,7 @@ class Soak:
                          f"{w.disagreements} | {', '.join(w.faults) or '-'} | {w.rss_mib:.0f} | "
                          f"{w.children_max_rss_mib:.0f} | {w.disk_mib:.1f} | {so_far.running()} |")
         (self.root / "soak.md").write_text("\n".join(lines) + "\n")
+        write_soak_page(self.root)
 
 
 def window_plan(seed: int, index: int, window_s: float):
@@ -190,9 +193,8 @@ def _hms(s: float) -> str:
 
 
 def register(sub) -> None:
-    import argparse
-
     from kafka_chaos.harness.cluster_options import add_cluster_options
+    from kafka_chaos.harness.run_cli import add_workload_options
     from kafka_chaos.harness.run_options import chaos_cluster_config
 
     p = sub.add_parser("soak", help="hours of a seeded mix of every fault class on one cluster, judged window by "
@@ -202,11 +204,7 @@ def register(sub) -> None:
     p.add_argument("--window", default="10m", help="each window's length: one run, one history segment (default 10m)")
     p.add_argument("--keep-segments", type=int, metavar="N",
                    help="keep the history of only the last N valid windows (default: keep all)")
-    p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
-    p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
-    p.add_argument("--seed", type=int, help="seed of every window's plan (default: drawn and recorded)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    add_workload_options(p)
     add_cluster_options(p, chaos_cluster_config("run"))
     from kafka_chaos.checkers.cli import add_engine_option, add_judgement_options
     add_engine_option(p)

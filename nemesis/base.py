@@ -45,16 +45,29 @@ class Nodes(Target):
         return {"target": "nodes"}
 
 
-def _partition_state(cluster, topic: str, partition: int, settle_s: float = 5.0):
+class _NoAnswer(Exception):
+    """A metadata request that failed for a reason other than bad input (timed out, no broker reachable)."""
+
+
+def _partition_state(cluster, topic: str, partition: int, settle_s: float = 20.0):
     """The partition's state now. A broker that lags on metadata (just restarted, or the topic is brand new)
-    answers "unknown topic" for a moment: ask again for up to `settle_s` before calling the topic unknown."""
+    answers "unknown topic" for a moment, and under heavy load a Metadata request can time out (seen in CI: one
+    5 s timeout and a scheduled follower-kill never started): ask again for up to `settle_s` before giving up. An
+    unknown topic (UsageError from the cluster) is bad input; anything else is the cluster not answering."""
+    def ask():
+        try:
+            return cluster.describe(topic)
+        except HarnessError:
+            raise                       # e.g. the topic is unknown: asking again will not help
+        except Exception as e:
+            raise _NoAnswer(e) from e
+
     try:
-        states = retry_call(lambda: cluster.describe(topic), settle_s)
-    except HarnessError:
-        raise
-    except Exception as e:
-        raise UsageError(f"cannot describe topic {topic}: {e}",
-                         "create it, or pass --topic with an existing one") from e
+        states = retry_call(ask, settle_s, errors=_NoAnswer)
+    except _NoAnswer as e:
+        raise FaultError(f"cannot describe topic {topic}: no broker answered metadata within {settle_s:g} s "
+                         f"({e.args[0]})",
+                         "the cluster is down or overloaded: check `kafka-chaos cluster status` and the load") from e
     for s in states:
         if s.partition == partition:
             return s

@@ -40,6 +40,9 @@ def register(subparsers) -> None:
                    help="damage: segment, index, leader-epoch-checkpoint or quorum-state (default segment)")
     p.add_argument("--damage-mode", default="flip", help="damage: flip (bits) or truncate (default flip)")
     p.add_argument("--cpus", type=float, default=0.01, help="slow: the CPU share left, e.g. 0.01 = 1%% of a core")
+    p.add_argument("--link", default="all", choices=("all", "client", "replication", "fetches"),
+                   help="link-*: which links of the target brokers (default all)")
+    p.add_argument("--rate-kbps", type=int, default=64, help="link-bandwidth: KB/s each way (default 64)")
     p.add_argument("--duration", type=float, help="hold the fault S seconds, then heal it (default: leave it on)")
     p.set_defaults(func=_cmd_nemesis)
 
@@ -70,7 +73,7 @@ def _cmd_nemesis(args) -> int:
             targets=args.target, topic=args.topic, partition=args.partition, seed=args.seed,
             probability=args.probability, peers=args.peers, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms,
             interval_s=args.interval, damage_file=args.damage_file, damage_mode=args.damage_mode,
-            cpus=args.cpus))
+            cpus=args.cpus, link=args.link, rate_kbps=args.rate_kbps))
     from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
     cluster = KafkaCluster.attach(args.name)

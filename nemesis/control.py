@@ -1,9 +1,9 @@
 """The Nemesis: starts and heals faults against one cluster, records every event, and heals everything at the end.
 
 It keeps the active faults so that heal_all can undo them (recording their heal rows) before sweeping every node
-back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota. When a process fault
-restarts a node, the node comes back with a fresh network namespace; active network faults put their rules back on
-it.
+back to its baseline: unpaused, running, no iptables rule or netem qdisc of ours, no CPU quota, no toxic on the
+link proxy. When a process fault restarts a node, the node comes back with a fresh network namespace; active
+network faults put their rules back on it.
 """
 from __future__ import annotations
 
@@ -102,4 +102,14 @@ def sweep(cluster) -> list[str]:
         except Exception as e:
             problems.append(f"{node}: {e}")
             log.warning("heal-all: %s: %s", node, e)
+    if getattr(cluster.config, "link_proxy", False):
+        try:
+            proxy = cluster.link_proxy()
+            proxy.reset()                            # every toxic gone (nemesis/links.py)
+            left = {p: t for p, t in proxy.all_toxics().items() if t}
+            if left:
+                problems.append(f"link proxy: toxics left after reset: {left}")
+        except Exception as e:
+            problems.append(f"link proxy: {e}")
+            log.warning("heal-all: link proxy: %s", e)
     return problems

@@ -67,6 +67,10 @@ class NetFault(Fault):
         return rules
 
     def _start(self, cluster) -> None:
+        if getattr(cluster.config, "link_proxy", False):
+            raise UsageError(f"{self.name} cuts node addresses, but on a --link-proxy cluster the clients' and the "
+                             "replication traffic arrive from the link proxy's address: the cut would not hold",
+                             "run network faults on a cluster without --link-proxy (link faults need it)")
         nodes, drops, extra = self._resolve(cluster)
         if not drops:
             raise UsageError(f"{self.name}: the targets leave nothing to cut", "pick other targets")

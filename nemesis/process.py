@@ -107,10 +107,13 @@ class CascadeKill(Fault):
     name = "cascade-kill"
 
     def __init__(self, topic: str, partition: int = 0, interval_s: float = 2.0, register_timeout_s: float = 30,
-                 name: str | None = None):
+                 name: str | None = None, register_each: bool = False):
         super().__init__(name)
         self.topic, self.partition = topic, partition
         self.interval_s, self.register_timeout_s = interval_s, register_timeout_s
+        # register_each: every restart waits until that broker has registered, so the leader, killed last, also
+        # registers last, after every other replica (cascade-kill-serial; see the README's "Historical bugs")
+        self.register_each = register_each
 
     def _start(self, cluster) -> None:
         followers = Followers(self.topic, self.partition).resolve(cluster)
@@ -127,7 +130,7 @@ class CascadeKill(Fault):
             self._begin()
             node.kill("SIGKILL")
             self._applied([node_id], base | {"role": "leader" if node_id == leader else "follower"},
-                          self._restarter(cluster, node, first=(i == 0)))
+                          self._restarter(cluster, node, first=(i == 0) or self.register_each))
 
     def _restarter(self, cluster, node, first: bool):
         def restart():

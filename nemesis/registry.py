@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_chaos.base.errors import UsageError
-from kafka_chaos.nemesis import consumers, latency, network, process, reassign, storage, throttle
+from kafka_chaos.nemesis import consumers, latency, links, network, process, reassign, storage, throttle
 from kafka_chaos.nemesis.base import (
     AllBrokers,
     Controller,
@@ -41,6 +41,8 @@ class FaultArgs:
     damage_file: str = "segment"       # damage: segment | index | leader-epoch-checkpoint | quorum-state
     damage_mode: str = "flip"          # damage: flip | truncate
     cpus: float = 0.01                 # slow: the CPU share left (0.01 = 1% of one core)
+    link: str = "all"                  # link-*: which links of the target (all | client | replication | fetches)
+    rate_kbps: int = 64                # link-bandwidth: KB/s each way
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,10 @@ _TYPES = [
     FaultType("cascade-kill", "kill TOPIC/PARTITION's followers one by one, then its leader; heal restarts the "
               "first-killed (out-of-sync) follower first",
               lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s), takes_target=False),
+    FaultType("cascade-kill-serial", "as cascade-kill, but heal restarts each broker only once the one before has "
+              "registered: the leader, killed last, registers last (KAFKA-19522's trigger, README 'Historical bugs')",
+              lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s, name="cascade-kill-serial",
+                                            register_each=True), takes_target=False),
     # network
     FaultType("isolate", "cut a node (default: a random broker) from every other node and the clients",
               lambda a: network.Isolate(_one_random(a), "isolate")),
@@ -154,6 +160,25 @@ _TYPES += [
     FaultType("partition-reassign", "move TOPIC/PARTITION's replicas: one (drawn by seed) swapped for a broker "
               "outside the set (needs more brokers than replicas); heal moves them back",
               lambda a: reassign.PartitionReassign(a.topic, a.partition, a.seed), takes_target=False),
+]
+
+# slow links through the cluster's Toxiproxy (nemesis/links.py; the cluster runs with --link-proxy)
+_TYPES += [
+    FaultType("link-slow", "add --delay-ms ± --jitter-ms to a broker's links (default: a random broker; --link all, "
+              "client, replication or fetches) through the link proxy; heal removes it",
+              lambda a: links.LinkFault(_one_random(a), "latency", a.link, a.delay_ms, a.jitter_ms, name="link-slow")),
+    FaultType("link-bandwidth", "cap a broker's links (--link as link-slow) at --rate-kbps KB/s each way through "
+              "the link proxy; heal removes the cap",
+              lambda a: links.LinkFault(_one_random(a), "bandwidth", a.link, rate_kbps=a.rate_kbps,
+                                        name="link-bandwidth")),
+    FaultType("follower-link-slow", "add --delay-ms ± --jitter-ms to the fetch links of one follower of "
+              "TOPIC/PARTITION (drawn by seed) through the link proxy; heal removes it",
+              lambda a: links.LinkFault(RandomFollower(a.topic, a.partition, a.seed), "latency", "fetches",
+                                        a.delay_ms, a.jitter_ms, name="follower-link-slow"), takes_target=False),
+    FaultType("follower-link-bandwidth", "cap the fetch links of one follower of TOPIC/PARTITION (drawn by seed) at "
+              "--rate-kbps KB/s through the link proxy, so it falls behind; heal removes the cap",
+              lambda a: links.LinkFault(RandomFollower(a.topic, a.partition, a.seed), "bandwidth", "fetches",
+                                        rate_kbps=a.rate_kbps, name="follower-link-bandwidth"), takes_target=False),
 ]
 
 # client processes (nemesis/consumers.py): the run's consumer group, handed to the Nemesis by the harness

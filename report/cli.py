@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from kafka_chaos.base.errors import UsageError
 
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "report", help="write the HTML loss report of a run, or the suite page of many",
-        description="Writes RESULTS_DIR/report.html, a self-contained page that works offline; with --suite, "
+        "report", help="write the HTML loss report of a run, a soak's page, or the suite page of many",
+        description="Writes RESULTS_DIR/report.html, a self-contained page that works offline (for a soak's "
+                    "directory, soak.html: the running verdict window by window); with --suite, "
                     "writes RESULTS_ROOT/index.html with one row per run (writing missing reports too).")
     parser.add_argument("results_dir", nargs="?", metavar="RESULTS_DIR", help="a results directory, results/<run_id>")
     parser.add_argument("--suite", metavar="RESULTS_ROOT", help="the directory holding many results directories")
@@ -29,6 +31,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
                          "kafka-chaos report results/<run_id>   or   kafka-chaos report --suite results")
     if args.suite:
         path = write_suite(args.suite, SuiteOptions(build_reports=not args.no_build))
+    elif (Path(args.results_dir) / "soak.json").is_file():
+        from kafka_chaos.report.soak import write_soak_page
+
+        path = write_soak_page(args.results_dir)
     else:
         path = write_report(args.results_dir)
     print(path)

@@ -59,6 +59,11 @@ if [ $WANT_TEST = 1 ]; then
   bash "$ROOT/scripts/actionlint.sh" --install >/dev/null || die "could not install actionlint (see above)"
 fi
 
+# 2c. Toxiproxy, pinned, through the Go module proxy into the cache (once): the link faults' proxy (--link-proxy).
+# Without it everything else works; a link fault then says how to get it.
+bash "$ROOT/scripts/toxiproxy.sh" --install >/dev/null \
+  || say "warning: could not build toxiproxy (see above): link faults (--link-proxy) will not run"
+
 # 3. A Docker engine: use the one that answers; else start (and if need be install) one.
 if docker info >/dev/null 2>&1; then
   say "Docker engine answers: using it"

@@ -123,6 +123,7 @@ class FaultEffect:
     t_ns: int
     action: str                  # start | heal
     effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage | slow | reassign
+    #                              | link
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
@@ -131,6 +132,7 @@ class FaultEffect:
     damaged: tuple[int, ...] = ()   # damage: the partitions whose log on the nodes was damaged (a data file of theirs)
     partition: int | None = None    # reassign: the partition moved
     moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
+    links: tuple = ()               # link: the slowed links, (follower, leader) or ("client", broker)
 
     @classmethod
     def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
@@ -141,10 +143,11 @@ class FaultEffect:
             and d.get("partition") is not None else ()
         moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
         part = d.get("partition")
+        links = tuple((_node(s), _node(t)) for s, t in d.get("links", ())) if d.get("effect") == "link" else ()
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
                    probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
-                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves)
+                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves, links=links)
 
 
 

@@ -51,14 +51,15 @@ class _Replication(_Controller):
         A slowed follower (effect `slow`) that lags in this replay fetches nothing: Kafka keeps a follower in the
         ISR only while a fetch reached the leader's log end within replica.lag.time.max.ms (Replica.isCaughtUp,
         lastCaughtUpTimeMs; Partition.getOutOfSyncReplicas names "slow followers" beside stuck ones), checked every
-        lag/2 by ReplicaManager's isr-expiration task (Partition.maybeShrinkIsr)."""
+        lag/2 by ReplicaManager's isr-expiration task (Partition.maybeShrinkIsr). A follower whose fetch link to
+        the leader is slowed (effect `link`) does the same where this replay says so (_State.link_lagging)."""
         leader = part.leader
         fetched: set = set()
         if leader is None or not self.up(leader) or part.view[leader][:2] != (leader, part.epoch):
             return fetched
         for f in part.replicas:
             if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader) \
-                    and not self.lagging(f):
+                    and not self.lagging(f) and not self.link_lagging(f, leader):
                 part.logs[f] = [list(s) for s in part.logs[leader]]
                 part.caught_up[f] = t
                 fetched.add(f)

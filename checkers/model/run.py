@@ -29,7 +29,9 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     left the ISR after 12 s, then missed heartbeats and was fenced): it fetches too slowly to stay caught up and
     leaves the ISR (the recorded replay), its heartbeats lapse and the controller fences it, like a pause (the
     late replay, lagging as well), or it keeps up and nothing changes but speed (a third replay, only for runs
-    with a slowed node). Risk is the union of all three; a certain prediction must hold in each."""
+    with a slowed node). Risk is the union of all three; a certain prediction must hold in each. A slowed replication
+    link (effect `link`) is replayed the same way, without fencing: its follower lags in the recorded and late
+    replays and keeps up in the third (see _State.link_lagging)."""
     if isinstance(faults, pd.DataFrame):
         events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
                   .itertuples(index=False)]
@@ -52,7 +54,7 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
                      samples, t_begin, t_end, leader_fenced_first=True)
     late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
     sims, alternatives = [recorded, late], [late_result]
-    if any(e.effect == "slow" for e in events):
+    if any(e.effect == "slow" or e.effect == "link" and any(a != "client" for a, _ in e.links) for e in events):
         keeping_up = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, slow_mode="keeping up")
         sims.append(keeping_up)
         alternatives.append(ModelResult(cfg, keeping_up.risk, keeping_up.unavailable, keeping_up.truncs,

@@ -19,6 +19,8 @@ class _Sim(_Replication):
         elif f.effect == "slow":
             for n in f.nodes:
                 self.slow[n] = start
+        elif f.effect == "link":
+            self._apply_links(i, f, start)
         elif f.effect == "reassign" and f.moves and f.partition in self.parts:
             self._reassign(f.partition, list(f.moves[1] if start else f.moves[0]), t)
         elif f.effect in ("net", "loss"):
@@ -49,6 +51,19 @@ class _Sim(_Replication):
                     self._lose_unflushed(n, t)
                 elif f.effect == "damage":
                     self._lose_damaged(f, n, t)
+
+    def _apply_links(self, i: int, f: FaultEffect, start: bool):
+        """A slowed replication link (follower, leader): the follower's fetches from that leader are slow (see
+        _State.link_lagging). Client links only slow the clients: nothing the model decides changes."""
+        pairs = {(a, b) for a, b in f.links if a != "client"}
+        if start:
+            self.slow_links[i] = pairs
+            return
+        for k in sorted(self.slow_links):
+            s = self.faults[k]
+            if s.fault == f.fault and s.nodes == f.nodes and set(s.links) == set(f.links):
+                del self.slow_links[k]
+                return
 
     def _heal_drops(self, f: FaultEffect):
         """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""

@@ -52,6 +52,7 @@ class _State:
         self.unclean_restart = {n: False for n in self.nodes}
         self.last_hb = {n: t_begin for n in self.nodes}
         self.drops: dict[int, set] = {}          # fault index -> set of (src, dst)
+        self.slow_links: dict[int, set] = {}     # fault index -> set of (follower, leader) slowed replication links
         self.controller: int | None = self._first_controller(samples) if self.zk_mode else min(self.voters)
         self.offline_pending: set[int] = set()      # ZooKeeper mode: expired brokers no controller handled yet
         self.registered_at: dict[int, int] = {}     # ZooKeeper mode: when a broker registered again after expiry
@@ -113,6 +114,18 @@ class _State:
         """A slowed follower that fetches too slowly to reach its leader's log end (this replay's slow mode: a
         fenced one lags too, as it is starved; it is out of the ISR either way)."""
         return self.slow.get(n, False) and self.slow_mode in ("lagging", "fenced")
+
+    def link_lagging(self, follower, leader) -> bool:
+        """The follower's fetch link to the leader is slowed (effect `link`, a toxic on the link proxy) and in this
+        replay that makes it lag, as a slowed node's fetches do (the recorded and late replays; the keeping-up one
+        lets it keep up). Kafka judges a follower by its fetches alone: it is caught up when a fetch reaches the
+        leader's log end as of the previous fetch (Replica.updateFetchStateOrThrow, lastCaughtUpTimeMs), and is
+        shrunk out once that is older than replica.lag.time.max.ms (Partition.getOutOfSyncReplicas). So a link
+        whose round trip (latency) or throughput (a cap below the partition's write rate) keeps fetches from
+        reaching the log end drives it out; a faster one only delays acks=all writes. Heartbeats go to the
+        controller, whose links are not proxied: a slowed link never fences a broker."""
+        slowed = any((follower, leader) in s for s in self.slow_links.values())
+        return slowed and self.slow_mode in ("lagging", "fenced")
 
     def misses_heartbeats(self, n) -> bool:
         """A slowed broker whose heartbeats no longer reach the controller in time (this replay's slow mode)."""

@@ -101,6 +101,9 @@ def test_release_rules_by_version_and_mode():
     assert "leader_epoch_truncation" in old and "epoch_end_offset_for_older_epochs" not in old   # KIP-279: 2.0
     new = {r["rule"] for r in rules_used("4.1.0", "kraft")}
     assert {"eligible_leader_replicas", "unclean_election_in_kraft"} <= new and "zookeeper_controller" not in new
+    # KAFKA-19522: 4.0.x elects a fenced last known leader; 4.1.0 fixed it (named, not replayed)
+    assert applies("last_known_leader_elected_while_fenced", "4.0.2") and "last_known_leader_elected_while_fenced" \
+        not in new
     assert cfg().as_dict()["metadata_mode"] == "zookeeper"
     assert {r["rule"] for r in cfg().as_dict()["release_rules"]} == {r["rule"] for r in rules_used("3.9.2",
                                                                                                    "zookeeper")}

@@ -43,6 +43,14 @@ def test_releases_older_than_the_oldest_line_that_runs_are_refused_naming_those_
     assert "openjdk-17" in e.value.cause and "1.1.1" in e.value.remedy and "2.8.2" in e.value.remedy
 
 
+@pytest.mark.parametrize("pre_one", ["0.10.2.2", "0.11.0.3", "0.8.2.2"])
+def test_a_pre_1_0_release_is_refused_as_too_old_naming_those_that_run(pre_one):
+    """Kafka before 1.0 numbered its releases with four numbers: real releases, below the line, not typos."""
+    with pytest.raises(UsageError, match="older than") as e:
+        distribution.parse_version(pre_one)
+    assert pre_one in e.value.cause and "1.1" in e.value.cause and "2.8.2" in e.value.remedy
+
+
 def test_zookeeper_era_releases_are_listed_and_come_from_the_scala_build_they_have():
     versions = distribution.available_versions()
     assert {"1.1.1", "2.0.1", "2.4.1", "2.8.2", "3.9.2"} <= set(versions)

@@ -62,8 +62,39 @@ def test_windows_run_until_the_duration_with_a_running_verdict(tmp_path, windows
     md = (state.root / "soak.md").read_text()
     assert md.count("| VIOLATION in window(s) 3") == 3 and md.count("| VALID so far") == 2
     assert all(w.rss_mib > 0 for w in state.windows)
+    page = (state.root / "soak.html").read_text()
+    assert "Running verdict: VIOLATION in window(s) 3" in page and "(finished)" in page
+    # the strip: window 3 red in its own band and from then on in the "so far" band
+    assert page.count('fill="#c62828"') == 1 + (len(state.windows) - 2)
 
 
 def test_bad_durations(tmp_path, windows):
     with pytest.raises(UsageError, match="30 s or more"):
         soak_mod.soak(RunOptions(scenario=None, results=tmp_path), duration_s=600, window_s=10)
+
+
+def test_the_soak_command_reaches_every_run_option(tmp_path, windows, capsys, monkeypatch):
+    import functools
+
+    from kafka_chaos.harness.cli import main
+    clock, seen = windows
+    monkeypatch.setattr(soak_mod, "soak", functools.partial(soak_mod.soak, clock=clock))
+    code = main(["soak", "--duration", "25m", "--window", "10m", "--results", str(tmp_path), "--seed", "4",
+                 "--client", "both", "--consumers", "2", "--acks", "1", "--engine", "pandas"])
+    assert code == 0                                  # windows 1 and 2 fit in 25 min, and both are valid
+    assert len(seen) == 2 and {(o.client, o.consumers, o.acks, o.seed) for o in seen} == {("both", 2,
+                                                                                               "1", 4)}
+    assert "report:" in capsys.readouterr().out
+
+
+def test_report_writes_a_soaks_page_from_its_directory(tmp_path, windows, capsys):
+    from kafka_chaos.harness.cli import main
+    clock, _ = windows
+    state = soak_mod.soak(RunOptions(scenario=None, seed=2, results=tmp_path, engine="pandas"), duration_s=240,
+                          window_s=120, clock=clock)
+    (state.root / "soak.html").unlink()
+    (state.windows[0].run_dir / "report.html").write_text("<html></html>")
+    assert main(["report", str(state.root)]) == 0
+    page = (state.root / "soak.html").read_text()
+    assert "Running verdict: VALID so far (2 window(s)" in page and page.count('fill="#2e7d32"') == 4
+    assert page.count('<a href="w0001/report.html">report</a>') == 1 and "<td>no report</td>" in page
