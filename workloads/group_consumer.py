@@ -9,9 +9,9 @@ rebalances while the faults run. Offsets are committed one of two ways:
 A member is ready (the run's faults wait for every worker) once the group has given it its first assignment: on a
 fresh cluster the group coordinator first creates __consumer_offsets, and a fault that lands before the group has
 formed tests nothing of the group.
-Each consumer leaves the group (close) and joins again every `rejoin_s` seconds, staggered by its index, so the
-group rebalances repeatedly, faults or not. The group's own view is journaled beside the reads
-(group-NAME.tsv, history/journal.py): each partition assigned (with the group's committed offset for it at that
+Each consumer leaves the group (close) and joins again every `rejoin_s` seconds, the first time after (1 + index)
+half intervals, so the group rebalances repeatedly, faults or not. The group's own view is journaled beside the
+reads (group-NAME.tsv, history/journal.py): each partition assigned (with the group's committed offset for it at that
 moment), revoked, and each commit's outcome.
 """
 from __future__ import annotations
@@ -145,7 +145,8 @@ class GroupConsumer:
         rejoin_ns = int(spec.rejoin_s * 1e9) if spec.rejoin_s else None
         now = time.time_ns()
         next_tick = now + tick_ns
-        next_rejoin = now + rejoin_ns + spec.index * rejoin_ns // 2 if rejoin_ns else None
+        # the first leave half an interval in (the group formed before the run), staggered by half intervals
+        next_rejoin = now + (1 + spec.index) * rejoin_ns // 2 if rejoin_ns else None
         ready_by = now + int(spec.ready_timeout_s * 1e9)
         try:
             while True:
