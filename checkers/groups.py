@@ -4,12 +4,15 @@ Read from history/group.parquet (each consumer's assignments, with the group's c
 revocations and commit outcomes) and the live and final reads. A small pandas pass: the group's rows are few, and
 its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
 
-- `commit_backwards` (per commit): a successful commit of a partition below an earlier successful one. The group
+- `commit_backwards` (per commit): a successful commit of a partition below an earlier successful one (by the time
+  its outcome arrived). The group
   coordinator accepts a commit only from a member of the current generation (classic protocol: ILLEGAL_GENERATION
   or UNKNOWN_MEMBER_ID otherwise, GroupCoordinator / OffsetCommit; KIP-848's consumer protocol: STALE_MEMBER_EPOCH),
   and the current owner starts at the committed offset and commits only what it has read after it, so the committed
   offset of a partition never decreases. Allowed only where the model predicts an unclean election or power loss
   on the partition (a truncated log can put the committed offset out of range, and auto.offset.reset starts over).
+  Also allowed with auto commit: a member's own commits completing out of order while it held the partition
+  throughout (no stale member involved; seen when the coordinator's broker was killed with commits in flight).
 - `group_skip` (per record): a record in the final drain below the highest offset the group read in its partition
   that no consumer of the group ever read. Our consumers journal a record as they receive it, before anything
   commits it (manual: commit after the journal flush; auto: librdkafka stores an offset when it hands the record
@@ -62,7 +65,27 @@ def commits_backwards(group: pd.DataFrame) -> pd.DataFrame:
     ok = ok.sort_values(["partition", "t_ns"], kind="stable").copy()
     ok["offset"] = ok["offset"].astype("int64")
     ok["before"] = ok.groupby("partition")["offset"].transform(lambda x: x.cummax().shift(1, fill_value=-1))
+    # who made that higher commit, and when
+    top = ok.sort_values(["partition", "t_ns"], kind="stable")
+    holder, when, by = [], [], {}
+    for p, c, o, t in zip(top["partition"], top["consumer"], top["offset"], top["t_ns"]):
+        prev = by.get(p)
+        holder.append(prev[0] if prev else None)
+        when.append(prev[2] if prev else None)
+        if prev is None or o > prev[1]:
+            by[p] = (c, o, t)
+    ok["before_by"], ok["before_t"] = holder, when
     return ok[ok["offset"] < ok["before"]].rename(columns={"t_ns": "t_commit"})
+
+
+def own_async_reorder(r, group: pd.DataFrame) -> bool:
+    """The lower commit and the higher one before it are the same member's, with no revocation of the partition in
+    between: its own asynchronous commits completing out of order, not a stale member's."""
+    if r["before_by"] != r["consumer"]:
+        return False
+    revoked = group[(group["consumer"] == r["consumer"]) & (group["partition"] == r["partition"])
+                    & (group["event"] == "revoked") & (group["t_ns"] > r["before_t"]) & (group["t_ns"] < r["t_commit"])]
+    return revoked.empty
 
 
 def skipped(group_reads: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
@@ -123,6 +146,16 @@ def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFra
     final = reads[reads["phase"] == "final"]
     out: list[dict] = []
     for _, r in commits_backwards(group).iterrows():
+        if commit == "auto" and own_async_reorder(r, group):
+            out.append({"kind": "commit_backwards", "partition": int(r["partition"]), "offset": int(r["offset"]),
+                        "value": None, "t_read_ns": None, "t_complete_ns": int(r["t_commit"]),
+                        "classification": "allowed",
+                        "reason": f"consumer {r['consumer']}'s auto commit of offset {int(r['offset'])} of partition "
+                                  f"{int(r['partition'])} completed after its own commit of {int(r['before'])}, with "
+                                  "the partition assigned to it throughout; allowed: the coordinator fences only other "
+                                  "generations' commits, and librdkafka's background auto commits may complete out of "
+                                  "order (an earlier one sent again after the coordinator moved)"})
+            continue
         out.append(_instance("commit_backwards", r, model, t_complete=int(r["t_commit"]),
                              what=f"consumer {r['consumer']} committed offset {int(r['offset'])} of partition "
                                   f"{int(r['partition'])} after offset {int(r['before'])} had been committed",

@@ -75,3 +75,29 @@ def test_a_kill_excuses_nothing_when_the_next_owners_starting_offset_is_unknown(
     # the next owner could not fetch the committed offset: the skipped range cannot be bounded, so it stays judged
     code, verdict, _ = checked(killed_run(tmp_path, "unknown", "auto", next_offset=None))
     assert code == 1 and verdict["violations"] == {"group_skip": 2}
+
+
+def own_reorder_run(tmp_path, name, commit, revoke_between=False, other=False):
+    """c0 holds p0 throughout, reads 0..9 and commits 8 then (outcome later) 6: its own commits out of order."""
+    sends = [send(f"v{i}", offset=i, t=i) for i in range(10)]
+    reads = [read(f"v{o}", offset=o, consumer="c0", t=100 + o) for o in range(10)]
+    reads += [read(f"v{i}", offset=i, t=20000) for i in range(10)]
+    events = [event("c0", 0, "assigned", offset=None), event("c0", 500, "commit", offset=8)]
+    if revoke_between:
+        events += [event("c0", 600, "revoked"), event("c0", 700, "assigned", offset=8)]
+    events.append(event("c1" if other else "c0", 800, "commit", offset=6))
+    run = write_run(tmp_path / name, sends, reads, consumer_mode="subscribe", consumer_commit=commit)
+    pq.write_table(pa.Table.from_pylist(events, schema=GROUP_SCHEMA), run / "history/group.parquet")
+    return run
+
+
+def test_a_members_own_auto_commits_completing_out_of_order_are_allowed(tmp_path):
+    code, verdict, rows = checked(own_reorder_run(tmp_path, "own-auto", "auto"))
+    assert code == 0 and verdict["anomalies"]["commit_backwards"] == 1
+    row = next(r for r in rows if r["kind"] == "commit_backwards")
+    assert row["classification"] == "allowed" and "its own commit of 8" in row["reason"]
+    # not with manual (synchronous) commits, not across a revocation, not another member's
+    for name, kw in (("own-manual", {"commit": "manual"}), ("revoked", {"commit": "auto", "revoke_between": True}),
+                     ("other", {"commit": "auto", "other": True})):
+        code, verdict, _ = checked(own_reorder_run(tmp_path, name, **kw))
+        assert code == 1 and verdict["violations"] == {"commit_backwards": 1}, name
