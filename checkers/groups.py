@@ -12,7 +12,10 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   offset of a partition never decreases. Allowed only where the model predicts an unclean election or power loss
   on the partition (a truncated log can put the committed offset out of range, and auto.offset.reset starts over).
   Also allowed with auto commit: a member's own commits completing out of order while it held the partition
-  throughout (no stale member involved; seen when the coordinator's broker was killed with commits in flight).
+  throughout. The coordinator validates a commit's member and generation and then replaces the stored offset
+  whatever it was (group-coordinator OffsetMetadataManager.commitOffset / updateOffset): it fences stale members,
+  not a current member's reordered commits, and librdkafka's background auto commits can complete out of order
+  (seen when the coordinator's broker was killed with commits in flight).
 - `group_skip` (per record): a record in the final drain below the highest offset the group read in its partition
   that no consumer of the group ever read. Our consumers journal a record as they receive it, before anything
   commits it (manual: commit after the journal flush; auto: librdkafka stores an offset when it hands the record
@@ -152,9 +155,11 @@ def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFra
                         "classification": "allowed",
                         "reason": f"consumer {r['consumer']}'s auto commit of offset {int(r['offset'])} of partition "
                                   f"{int(r['partition'])} completed after its own commit of {int(r['before'])}, with "
-                                  "the partition assigned to it throughout; allowed: the coordinator fences only other "
-                                  "generations' commits, and librdkafka's background auto commits may complete out of "
-                                  "order (an earlier one sent again after the coordinator moved)"})
+                                  "the partition assigned to it throughout; allowed: the coordinator checks a commit's "
+                                  "member and generation only and then replaces the offset whatever it was "
+                                  "(OffsetMetadataManager.commitOffset / updateOffset), and librdkafka's background "
+                                  "auto commits may complete out of order (one sent again after the coordinator "
+                                  "moved)"})
             continue
         out.append(_instance("commit_backwards", r, model, t_complete=int(r["t_commit"]),
                              what=f"consumer {r['consumer']} committed offset {int(r['offset'])} of partition "
