@@ -152,7 +152,9 @@ def rotate(soak: Soak, keep: int | None) -> None:
 
 def soak(base: RunOptions, duration_s: float, window_s: float = 600.0, keep_segments: int | None = None,
          clock=time.monotonic) -> Soak:
-    """Windows until `duration_s` has passed (a window starts only if it can finish in time, the first always)."""
+    """Windows until `duration_s` has passed: a window starts while the soak is younger than `duration_s`, so a
+    soak lasts at least its duration (as Jepsen's time limit stops new operations, not the ones under way) and at
+    most one window more. Each window also pays its heal, drain and check on top of `window_s`."""
     if duration_s <= 0 or window_s < 30:
         raise UsageError(f"--duration {duration_s:g} s / --window {window_s:g} s: need a positive duration and "
                          "windows of 30 s or more", "use e.g. --duration 11h --window 10m")
@@ -163,7 +165,7 @@ def soak(base: RunOptions, duration_s: float, window_s: float = 600.0, keep_segm
     t0 = clock()
     with Trials() as trials:
         index = 0
-        while index == 0 or clock() - t0 + window_s <= duration_s:
+        while index == 0 or clock() - t0 < duration_s:
             index += 1
             steps = window_plan(base.seed, index, window_s)
             plan = schedule_data.write(plans / f"w{index:04d}.json", steps, base.scenario, base.seed, window_s)

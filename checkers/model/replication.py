@@ -12,17 +12,26 @@ from kafka_chaos.checkers.model.windows import Window
 class _Replication(_Controller):
     def _tick_partition(self, p: int, part: _Partition, t: int):
         self._refresh_views(part, t)
-        for n in part.replicas:
+        for n in part.replicas + [n for n in part.view if n not in part.replicas]:    # a removed replica may lead
             self._append(p, part, n, t)
         fetched = self._fetch_and_alter_isr(p, part, t)
         self._track_availability(p, part, t, fetched)
 
     def _refresh_views(self, part: _Partition, t: int):
-        """A broker connected to the controller for METADATA_CATCHUP_NS has read the metadata log's news."""
-        for n in part.replicas:
+        """A broker connected to the controller for METADATA_CATCHUP_NS has read the metadata log's news. A deposed
+        leader that stays up learns of its successor only METADATA_CATCHUP_NS after the election: a KRaft broker acts on a leadership change once its metadata fetch has brought the record
+        and the MetadataLoader has published it (BrokerMetadataPublisher -> ReplicaManager.applyDelta, which
+        makes it a follower), and until then it appends acks=1 writes as leader. Seen here: a reassignment moved
+        the leader away, the controller elected broker 3 at 52.911 s, and broker 1 acknowledged an acks=1 write
+        at 53.389 s, applying the change at 53.435 s (4.0.0, load ~45); that write was lost."""
+        for n in list(part.view):       # every broker that was a replica: one a reassignment removed learns late too
             since = self.connected_since.get(n)
-            if since is not None and t - since >= METADATA_CATCHUP_NS:
-                part.view[n] = (part.leader, part.epoch, tuple(part.isr))
+            if since is None or t - since < METADATA_CATCHUP_NS:
+                continue
+            deposed = part.view[n][0] == n and part.leader != n and self.up(n)
+            if deposed and part.elections and t - part.elections[-1][1] < METADATA_CATCHUP_NS:
+                continue
+            part.view[n] = (part.leader, part.epoch, tuple(part.isr))
 
     def _append(self, p: int, part: _Partition, n: int, t: int):
         """Every broker that believes it leads and that the client reaches appends, a zombie too."""

@@ -51,3 +51,17 @@ def test_a_move_waits_while_the_new_replica_is_down_and_completes_when_it_is_bac
     [done] = events(model, "reassigned")
     assert done["t_ns"] > T0 + 40 * S
     assert not any(1 not in e["isr"] for e in events(model, "isr") if e["t_ns"] < T0 + 40 * S)   # old one kept
+
+
+def test_the_leader_a_move_removed_acks_acks1_writes_until_it_learns_and_those_are_at_risk():
+    # 4.0.0 here: the controller elected broker 3 at 52.911 s, broker 1 (moved away) acknowledged an acks=1 write
+    # at 53.389 s and applied the change at 53.435 s; the write was lost. A deposed leader that stays up leads in
+    # its own view until its metadata log brings the change (ReplicaManager.applyDelta).
+    c = ModelConfig(kafka_version="4.1.0", partitions=1, replication_factor=3, min_insync_replicas=2,
+                    elr_enabled=True, replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000,
+                    acks=("1",), brokers=(1, 2, 3, 4), controllers=(101,))
+    model = run_model(c, [move("start", T0 + 10 * S)], t_begin=T0, t_end=T0 + 60 * S)
+    [leader] = [e for e in events(model, "leader") if e["t_ns"] >= T0 + 10 * S]
+    assert model.durability(0, leader["t_ns"] + S // 2, "1")[0] == "at_risk"
+    assert model.durability(0, leader["t_ns"] + 10 * S, "1")[0] == "guaranteed"
+    assert model.durability(0, leader["t_ns"] + S // 2, "all")[0] == "guaranteed"   # min ISR 2: no zombie acks=all
