@@ -19,9 +19,10 @@ class _Replication(_Controller):
 
     def _refresh_views(self, part: _Partition, t: int):
         """A broker connected to the controller for METADATA_CATCHUP_NS has read the metadata log's news. A deposed
-        leader that stays up learns of its successor only METADATA_CATCHUP_NS after the election: a KRaft broker acts on a leadership change once its metadata fetch has brought the record
-        and the MetadataLoader has published it (BrokerMetadataPublisher -> ReplicaManager.applyDelta, which
-        makes it a follower), and until then it appends acks=1 writes as leader. Seen here: a reassignment moved
+        leader that stays up learns of its successor only METADATA_CATCHUP_NS after the election: a KRaft broker
+        acts on a leadership change once its metadata fetch has brought the record and the MetadataLoader has
+        published it (BrokerMetadataPublisher -> ReplicaManager.applyDelta, which makes it a follower), and until
+        then it appends acks=1 writes as leader. Seen here: a reassignment moved
         the leader away, the controller elected broker 3 at 52.911 s, and broker 1 acknowledged an acks=1 write
         at 53.389 s, applying the change at 53.435 s (4.0.0, load ~45); that write was lost."""
         for n in list(part.view):       # every broker that was a replica: one a reassignment removed learns late too
