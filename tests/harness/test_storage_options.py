@@ -31,7 +31,8 @@ def test_a_flush_setting_that_contradicts_flush_every_write_is_refused():
 
 def test_only_the_storage_scenarios_put_the_brokers_on_the_layer():
     for name in CATALOG:
-        config = RunOptions(scenario=name, seed=1).resolved().cluster_config("x")
+        group = {"consumer_mode": "subscribe", "consumers": 3} if CATALOG[name].consumer_group else {}
+        config = RunOptions(scenario=name, seed=1, **group).resolved().cluster_config("x")
         assert config.power_loss_fs == (name in STORAGE), name
         assert config.log_flush_interval_messages is None
 
