@@ -49,14 +49,21 @@ class ClientVoids:
     """Per producer, when its idempotence was void: sends that failed by a client-side timeout (after which
     librdkafka and the Java client bump the epoch), and the epoch bumps librdkafka logged, whatever their cause."""
     timeouts: dict[str, np.ndarray] = field(default_factory=dict)
-    bumps: dict[str, list[EpochBump]] = field(default_factory=dict)
+    bumps: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)   # sorted times, their reasons
 
 
 def client_voids(run_dir: Path | str, sends_file: Path | str) -> ClientVoids:
     by_producer: dict[str, list[EpochBump]] = {}
     for bump in sorted(epoch_bumps(run_dir), key=lambda b: b.time_ns):
         by_producer.setdefault(bump.producer, []).append(bump)
-    return ClientVoids(message_timeouts(sends_file), by_producer)
+    bumps = {p: (np.array([b.time_ns for b in bs], dtype=np.int64), [b.reason for b in bs])
+             for p, bs in by_producer.items()}
+    return ClientVoids(message_timeouts(sends_file), bumps)
+
+
+def _between(times: np.ndarray, t0: int, t1: int) -> tuple[int, int]:
+    """The index range of sorted `times` within [t0, t1]: one binary search per write, not a scan."""
+    return int(np.searchsorted(times, t0, side="left")), int(np.searchsorted(times, t1, side="right"))
 
 
 def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
@@ -64,10 +71,11 @@ def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
     was: the client logged an epoch bump in between, or some of its messages timed out in between (a bump follows)."""
     if t0 is None or t1 is None:
         return None
-    logged = [b for b in voids.bumps.get(str(producer), ()) if t0 <= b.time_ns <= t1]
-    if logged:
-        reasons = ", ".join(dict.fromkeys(b.reason for b in logged))
-        return (f"the client: producer {producer} bumped its epoch {len(logged)} time(s) while this write was pending "
+    bump_times, bump_reasons = voids.bumps.get(str(producer), (np.zeros(0, np.int64), []))
+    lo, hi = _between(bump_times, t0, t1)
+    if hi > lo:
+        reasons = ", ".join(dict.fromkeys(bump_reasons[lo:hi]))
+        return (f"the client: producer {producer} bumped its epoch {hi - lo} time(s) while this write was pending "
                 f"(librdkafka's log: {reasons}), and librdkafka renumbers every queued message under the new epoch, "
                 f"so a retry of a batch that may already be in the log is appended again (rdkafka_request.c, "
                 f"OUT_OF_ORDER_SEQUENCE_NUMBER \"skipped sequence numbers\" -> rd_kafka_idemp_drain_epoch_bump; "
@@ -75,7 +83,7 @@ def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
     times = voids.timeouts.get(str(producer))
     if times is None or not len(times):
         return None
-    lo, hi = np.searchsorted(times, t0, side="left"), np.searchsorted(times, t1, side="right")
+    lo, hi = _between(times, t0, t1)
     if hi <= lo:
         return None
     return (f"the client: {hi - lo} of producer {producer}'s messages timed out while this write was pending, and "

@@ -7,16 +7,8 @@ replication factor 2, follower 2's fetch link to leader 1 slowed, leader 1 kille
 """
 import pandas as pd
 
-from kafka_chaos.checkers.model import FaultEffect, ModelConfig, run_model
-
-S = 1_000_000_000
-T0 = 1_000 * S
-
-
-def cfg(min_isr=1, unclean=False):
-    return ModelConfig(kafka_version="4.1.0", partitions=1, replication_factor=2, min_insync_replicas=min_isr,
-                       unclean_leader_election=unclean, elr_enabled=True, replica_lag_time_max_ms=5000,
-                       broker_session_timeout_ms=6000, acks=("all",), brokers=(1, 2, 3), controllers=(101,))
+from kafka_chaos.checkers.model import FaultEffect, run_model
+from tests.checkers.test_slow_model import T0, S, cfg  # the same cluster: replication factor 2, brokers 1-3
 
 
 def link(action, t, links=((2, 1), (2, 3)), nodes=(2,)):
