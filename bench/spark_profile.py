@@ -24,7 +24,8 @@ from pathlib import Path
 def parse_event_log(path: Path) -> tuple[dict[str, dict[str, float]], float]:
     """{label: {cpu_s, run_s, wall_s, jobs}} and the total executor CPU seconds."""
     job_label, stage_job, job_times = {}, {}, {}
-    rows: dict[str, dict[str, float]] = defaultdict(lambda: {"cpu_s": 0.0, "run_s": 0.0, "wall_s": 0.0, "jobs": 0})
+    rows: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(
+        ("cpu_s", "run_s", "wall_s", "jobs", "gc_s", "shuffle_mb", "shuffle_write_s", "spill_mb", "tasks"), 0.0))
     total = 0.0
     for line in path.read_text().splitlines():
         e = json.loads(line)
@@ -45,6 +46,12 @@ def parse_event_log(path: Path) -> tuple[dict[str, dict[str, float]], float]:
             cpu = metrics.get("Executor CPU Time", 0) / 1e9
             rows[label]["cpu_s"] += cpu
             rows[label]["run_s"] += metrics.get("Executor Run Time", 0) / 1e3
+            rows[label]["gc_s"] += metrics.get("JVM GC Time", 0) / 1e3
+            write = metrics.get("Shuffle Write Metrics") or {}
+            rows[label]["shuffle_mb"] += write.get("Shuffle Bytes Written", 0) / 2**20
+            rows[label]["shuffle_write_s"] += write.get("Shuffle Write Time", 0) / 1e9
+            rows[label]["spill_mb"] += metrics.get("Disk Bytes Spilled", 0) / 2**20
+            rows[label]["tasks"] += 1
             total += cpu
     return dict(rows), total
 
@@ -71,9 +78,12 @@ def main() -> int:
     rows, total = parse_event_log(next(log_dir.iterdir()))
     print(f"session start {t1 - t0:.1f} s, anomaly pass {t2 - t1:.1f} s, executor CPU {total:.1f} s, "
           f"load {os.getloadavg()[0]:.1f}, instances {len(findings.instances)}")
-    print(f"{'job':<36} {'jobs':>4} {'cpu s':>7} {'task s':>7} {'wall s':>7}")
+    print(f"{'job':<36} {'jobs':>4} {'tasks':>5} {'cpu s':>7} {'task s':>7} {'wall s':>7} {'gc s':>6} "
+          f"{'shuf MB':>8} {'shuf w s':>8} {'spill MB':>8}")
     for label, r in sorted(rows.items(), key=lambda kv: -kv[1]["cpu_s"]):
-        print(f"{label:<36} {int(r['jobs']):>4} {r['cpu_s']:>7.1f} {r['run_s']:>7.1f} {r['wall_s']:>7.1f}")
+        print(f"{label:<36} {int(r['jobs']):>4} {int(r['tasks']):>5} {r['cpu_s']:>7.1f} {r['run_s']:>7.1f} "
+              f"{r['wall_s']:>7.1f} {r['gc_s']:>6.1f} {r['shuffle_mb']:>8.0f} {r['shuffle_write_s']:>8.1f} "
+              f"{r['spill_mb']:>8.0f}")
     return 0
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_chaos.checkers import instances
+from kafka_chaos.checkers import spark_buckets as buckets
 from kafka_chaos.checkers import spark_divergent as divergent
 from kafka_chaos.checkers import spark_hub as hub
 from kafka_chaos.checkers import spark_queries as q
@@ -55,27 +56,31 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
     # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
     with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
-        events = q.value_events(sends, reads, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
-        hub_rows = pool.submit(to_pandas, hub.candidates_fast(events, q.nonmonotonic_sends(sends)), "per-value pass")
+        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums")
+        nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends")
         send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
         read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
-        doubles = pool.submit(lambda: divergent.double_acked(
-            spark, sends, divergent.runs_without_positions(send_summary.result())))
-        buckets = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
+        avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
-        found = hub_rows.result()
-        per_value, amb_positions = divergent.decide_ambiguous(spark, sends, reads, found)
         unplaced = divergent.runs_without_positions(send_summary.result())
-        diverged = pool.submit(divergent.divergent_rows, spark, reads,
-                               divergent.candidates(found, amb_positions, doubles.result(), unplaced), unplaced)
-        breached = breaches.result()
-        details = _send_details(spark, sends, per_value, breached)
-        found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
-                 poll_skips.result()]
+        found, per_value, amb_positions, doubles, (s_src, r_src) = _per_value(
+            spark, sends, reads, sums.result(), nonmono.result(), unplaced, rows)
+        try:
+            positions = divergent.candidates(found, amb_positions, doubles, unplaced)
+            # narrowed sources hold every read at a candidate position (spark_buckets); grouping every read does not
+            diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
+                                   positions, unplaced)
+            breached = breaches.result()
+            details = _send_details(spark, sends if len(breached) else s_src, per_value, breached)
+            found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
+                     poll_skips.result()]
+        finally:
+            for frame in (s_src, r_src):
+                frame.unpersist()
         send_summary, read_summary = send_summary.result(), read_summary.result()
-        buckets = buckets.result()
-        ack_b, pending_b = (buckets[buckets["pending"] == flag].drop(columns="pending") for flag in (0, 1))
+        avail = avail.result()
+        ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
@@ -84,6 +89,44 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     return Findings(instances=found, counts=counts, ack_buckets=_with_run_id(ack_b, run_ids),
                     pending_buckets=_with_run_id(pending_b, run_ids), final_reads=final_reads, acks=acks,
                     idempotent=idempotent)
+
+
+def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame,
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int):
+    """The per-value pass's rows; the same with the ambiguous ones decided exactly; the positions ambiguous values
+    were read at; the positions acked twice; and the (persisted) sends and reads the pass ran on: those of the
+    unclean buckets (checkers.spark_buckets), or the whole history when most buckets are unclean."""
+    unclean, crowded, total = buckets.judge_buckets(sums)
+    unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
+    narrowed = len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
+    if narrowed:
+        s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
+        if not unplaced:          # else every row of those runs too: keep the whole history's count
+            rows = int(sums.merge(unclean, on=buckets.KEYS)["n"].sum())
+    else:
+        s_src, r_src = sends, reads
+    s_src, r_src = s_src.persist(), r_src.persist()
+    mono = q.small_frame(spark, [(int(r), int(o)) for r, o in zip(nonmono["run"], nonmono["op_id"])],
+                         "run int, op_id long")
+
+    def pass_over(s: DataFrame, r: DataFrame) -> pd.DataFrame:
+        events = q.value_events(s, r, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
+        return to_pandas(hub.candidates_fast(events, mono), "per-value pass")
+
+    found = pass_over(s_src, r_src)
+    unsent = found[found["k_phantom"]]          # read in an unclean bucket; sent, maybe, in a clean one
+    if narrowed and len(unsent):
+        whole_s, whole_r = buckets.with_whole_values(spark, sends, reads, s_src, r_src,
+                                                     list(zip(unsent["run"].astype(int), unsent["value"])))
+        whole_s, whole_r = whole_s.persist(), whole_r.persist()
+        s_src.unpersist()
+        r_src.unpersist()
+        s_src, r_src = whole_s, whole_r
+        found = pass_over(s_src, r_src)
+    per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
+    doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks") if len(crowded) else \
+        pd.DataFrame(columns=divergent.AT)
+    return found, per_value, amb_positions, doubles, (s_src, r_src)
 
 
 def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach_windows) -> pd.DataFrame:

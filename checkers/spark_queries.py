@@ -94,16 +94,16 @@ def breaching_sends(sends: DataFrame, windows: DataFrame) -> DataFrame:
 
 
 def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
-    """(run, op_id) of ok sends acked at a lower offset than the previous send of their series."""
+    """(run, op_id, partition, offset) of ok sends acked at a lower offset than the previous send of their series."""
     # A window sorts by its partition keys first, and only the first sort key has a fast prefix: one 64-bit hash
     # of the series (a few dozen per run; two colliding, p ~ 2^-50, would be read as one) sorts several times
     # faster than (run, process, producer, partition).
     ok = sends.where((F.col("outcome") == "ok") & (F.col("offset") >= 0)) \
         .select("run", F.xxhash64("run", "process", "producer", "partition").alias("series"), "t_invoke_ns",
-                "op_id", "offset")
+                "op_id", "partition", "offset")
     series = Window.partitionBy("series").orderBy("t_invoke_ns", "op_id")
     return ok.withColumn("prev", F.lag("offset").over(series)).where(F.col("offset") < F.col("prev")) \
-        .select("run", "op_id")
+        .select("run", "op_id", "partition", "offset")
 
 
 def value_events(sends: DataFrame, reads: DataFrame, partitions: int) -> DataFrame:
