@@ -16,7 +16,9 @@ class _Sim(_Replication):
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
-                if not start and n in self.ready_at:
+                if start:
+                    self.down_at[n] = t
+                elif n in self.ready_at:
                     self.restarted(n, t, thawed=True)
                     self.thawed.add(n)
         elif f.effect == "slow":
@@ -43,7 +45,9 @@ class _Sim(_Replication):
                         part.view[n] = (None, -1, ())
         for n in f.nodes:
             self.alive[n] = not start
-            if not start and n in self.ready_at:
+            if start:
+                self.down_at[n] = t
+            elif n in self.ready_at:
                 self.restarted(n, t)
                 self.thawed.discard(n)
             if f.effect == "stop":

@@ -19,12 +19,15 @@ class Timing:
     restart_unfence_ns: int = 0               # a restarted broker is unfenced no sooner than this after it started
     unfences: tuple = ()                      # ((broker, (t_ns, ...)), ...): observed unfence grants
 
-    def ready_after(self, n: int, t: int, thawed: bool = False) -> int:
+    def ready_after(self, n: int, t: int, thawed: bool = False, down_since: int | None = None) -> int:
         """When broker n, started (or thawed) at t, may be unfenced. A thawed broker kept its registration, so the
         controller unfences it at its next heartbeat; a restarted one once it has started up (RESTART_UNFENCE_NS).
         The controller's first unfence grant after t, when the logs have one, is the fact (for a thaw only within
-        that bound: a broker whose session never lapsed was never fenced, and no grant follows its thaw)."""
-        grants = [u for u in dict(self.unfences).get(n, ()) if u >= t - TICK_NS]
+        that bound: a broker whose session never lapsed was never fenced, and no grant follows its thaw). A grant
+        counts from when the broker went down (`down_since`): the heal row is written once the undo has finished,
+        which for a restart may include a wait for the broker to register, so the grant may come before it."""
+        since = t - TICK_NS if down_since is None else min(down_since, t - TICK_NS)
+        grants = [u for u in dict(self.unfences).get(n, ()) if u >= since]
         if grants and (not thawed or grants[0] <= t + RESTART_UNFENCE_NS):
             return grants[0]
         return t if thawed else t + self.restart_unfence_ns
@@ -82,6 +85,7 @@ class _State:
         self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
         self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
         self.started_at: dict[int, int] = {}    # when each broker's process last started again
+        self.down_at: dict[int, int] = {}       # when each broker was last killed, stopped or paused
 
     @property
     def catchup_ns(self) -> int:
@@ -96,7 +100,7 @@ class _State:
 
     def restarted(self, n: int, t: int, thawed: bool = False):
         """A broker process started again (or thawed) at t: from when the controller may unfence it."""
-        self.ready_at[n] = self.timing.ready_after(n, t, thawed)
+        self.ready_at[n] = self.timing.ready_after(n, t, thawed, self.down_at.get(n))
         if not thawed:
             self.started_at[n] = t
 
