@@ -26,9 +26,10 @@ METADATA_CATCHUP_LATE_NS = 20_000_000_000
 # .initializeManagers -> LogManager.startup, then BrokerLifecycleManager.setReadyToUnfence), and whose metadata
 # offset has reached its registration record (BrokerHeartbeatManager.calculateNextBrokerState). Kafka bounds none
 # of it. Seen here (4.4.0, cascade-kill, load ~60): unfenced 17 s after the heal row (written after the fault's
-# 30 s wait for the broker to register), and 62 s after the heal row for two brokers restarted together. When the controller's log
-# is in the results directory the model takes the real unfence times (history/controller_log.py); otherwise the
-# recorded replay unfences at the restart and the late one this long after it.
+# 30 s wait for the broker to register), and 62 s after the heal row for two brokers restarted together; on the
+# idle machine 10 s. When the controller's log is in the results directory the model takes the real unfence times
+# (history/controller_log.py); otherwise the recorded replay unfences at the restart and the late one this long
+# after it, and an election that waited for it is predicted over that span (observed._span).
 RESTART_UNFENCE_NS = 65_000_000_000
 DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
 # vm.dirty_writeback_centisecs: how often the kernel's flusher looks for expired inodes (wb_kupdate in

@@ -141,7 +141,7 @@ class _Controller(_ZooKeeperMode, _State):
         part.caught_up = {r: t for r in part.isr}
         event = {"t_ns": t, "event": "leader", "partition": p, "leader": leader, "epoch": part.epoch, "how": how}
         started, ready = self.started_at.get(leader), self.ready_at.get(leader, t)
-        if started is not None and not self.timing.unfences and ready <= t < ready + TICK_NS:
+        if started is not None and not (self.zk_mode or self.timing.unfences) and ready <= t < ready + TICK_NS:
             # it waited for the leader's start-up, which Kafka does not bound and the logs did not time: Kafka may
             # have elected it any time from the restart to RESTART_UNFENCE_NS after it (observed.py takes the span)
             event["since_ns"], event["until_ns"] = started, started + RESTART_UNFENCE_NS

@@ -16,11 +16,7 @@ class _Sim(_Replication):
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
-                if start:
-                    self.down_at[n] = t
-                elif n in self.ready_at:
-                    self.restarted(n, t, thawed=True)
-                    self.thawed.add(n)
+                self.went_down(n, t) if start else self.restarted(n, t, thawed=True)
         elif f.effect == "slow":
             for n in f.nodes:
                 self.slow[n] = start
@@ -45,11 +41,7 @@ class _Sim(_Replication):
                         part.view[n] = (None, -1, ())
         for n in f.nodes:
             self.alive[n] = not start
-            if start:
-                self.down_at[n] = t
-            elif n in self.ready_at:
-                self.restarted(n, t)
-                self.thawed.discard(n)
+            self.went_down(n, t) if start else self.restarted(n, t)
             if f.effect == "stop":
                 if start:
                     self._controlled_shutdown(n, t)

@@ -98,11 +98,20 @@ class _State:
         3 s after a network heal). The ZooKeeper mode keeps its own bounds."""
         return self.timing.catchup_ns if n in self.thawed and not self.zk_mode else METADATA_CATCHUP_NS
 
-    def restarted(self, n: int, t: int, thawed: bool = False):
+    def went_down(self, n, t: int):
+        """A node was killed, stopped or paused at t."""
+        self.down_at[n] = t
+
+    def restarted(self, n, t: int, thawed: bool = False):
         """A broker process started again (or thawed) at t: from when the controller may unfence it."""
+        if n not in self.ready_at:
+            return                              # a controller or ZooKeeper node
         self.ready_at[n] = self.timing.ready_after(n, t, thawed, self.down_at.get(n))
-        if not thawed:
+        if thawed:
+            self.thawed.add(n)
+        else:
             self.started_at[n] = t
+            self.thawed.discard(n)
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg
