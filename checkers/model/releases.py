@@ -75,6 +75,16 @@ RULES: dict[str, Rule] = {
         "on 4.0.x may show that election a few seconds before the model's",
         "PartitionChangeBuilder.canElectLastKnownLeader (no `return false` after its liveness test before 4.1.0)",
         modes=(KRAFT,), until=(4, 1), modelled=False),
+    "reassignment_completes_once_adding_in_isr": Rule(
+        (4, 3), "KAFKA-19975 (apache/kafka#21114): a reassignment completes once the ISR without the removing "
+        "replicas holds every *adding* replica; a target replica that stays (neither added nor removed) may be "
+        "out of the ISR, dead even. A move that shrinks the replica set (fewer adding than removing) still waits "
+        "for every target replica. From 3.8 (KAFKA-15665, apache/kafka 756f44a3e58) to 4.2.1, and in ZooKeeper mode "
+        "(KafkaController.isReassignmentComplete), every target replica must be in the ISR. Release read in "
+        "kafka-metadata's bytecode: 4.2.0 and 4.2.1 still require all, 4.3.0 and 4.4.0 do not",
+        "PartitionReassignmentReplicas.maybeCompleteReassignment (the containsAll(adding) test and the "
+        "adding.size() < removing.size() guard), via PartitionChangeBuilder.completeReassignmentIfNeeded",
+        modes=(KRAFT,)),
     "one_stale_broker_fenced_at_a_time": Rule(
         (3, 3), "KRaft brokers' sessions: the controller fences the stalest broker first, one at a time",
         "ReplicationControlManager.maybeFenceOneStaleBroker, BrokerHeartbeatManager.findOneStaleBroker",

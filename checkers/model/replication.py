@@ -110,13 +110,20 @@ class _Replication(_Controller):
     def _complete_reassignment(self, p: int, part: _Partition, t: int):
         """PartitionReassignmentReplicas.maybeCompleteReassignment, applied by the controller on each ISR change
         (PartitionChangeBuilder.completeReassignmentIfNeeded): once the ISR without the removing replicas holds
-        every target replica, the removing ones leave the replica set and the ISR; a leader that left is replaced
-        by an election among the target replicas in the ISR."""
+        every target replica (from 4.3.0 in KRaft: every adding one, unless the move shrinks the replica set;
+        releases.py `reassignment_completes_once_adding_in_isr`), the removing ones leave the replica set and the
+        ISR; a leader that left is replaced by an election among the target replicas in the ISR.
+
+        Seen on 4.4.0 (README, "Reassignment under fire"): with broker 2 dead and out of the ISR [1, 3], the move
+        [1, 2, 3] -> [4, 2, 3] completed as soon as 4 joined: ISR [3, 4], leader 4."""
         if not (part.adding or part.removing) or self.controller is None:
             return
         isr = [r for r in part.isr if r not in part.removing]
         replicas = [r for r in part.replicas if r not in part.removing]
-        if not isr or not replicas or not set(replicas) <= set(isr):
+        need = replicas
+        if self.cfg.applies("reassignment_completes_once_adding_in_isr") and len(part.adding) >= len(part.removing):
+            need = part.adding
+        if not isr or not replicas or not set(need) <= set(isr):
             return
         part.replicas, part.adding, part.removing = replicas, [], []
         self._set_isr(part, isr, list(part.isr), t, p)

@@ -65,3 +65,56 @@ def test_the_leader_a_move_removed_acks_acks1_writes_until_it_learns_and_those_a
     assert model.durability(0, leader["t_ns"] + S // 2, "1")[0] == "at_risk"
     assert model.durability(0, leader["t_ns"] + 10 * S, "1")[0] == "guaranteed"
     assert model.durability(0, leader["t_ns"] + S // 2, "all")[0] == "guaranteed"   # min ISR 2: no zombie acks=all
+
+
+def cfg_at(version, min_isr=2):
+    return ModelConfig(kafka_version=version, partitions=1, replication_factor=3, min_insync_replicas=min_isr,
+                       elr_enabled=True, replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000,
+                       acks=("all",), brokers=(1, 2, 3, 4), controllers=(101,))
+
+
+def dead_target_replica(version):
+    """Broker 2, a replica the move keeps, dies and leaves the ISR; then [1, 2, 3] -> [4, 2, 3] is asked, and moved
+    back while 2 is still dead; 2 returns at 70 s."""
+    faults = [kill("start", 2, T0 + 5 * S), move("start", T0 + 30 * S), move("heal", T0 + 50 * S),
+              kill("heal", 2, T0 + 70 * S)]
+    return run_model(cfg_at(version), faults, t_begin=T0, t_end=T0 + 100 * S)
+
+
+def test_from_4_3_a_move_completes_once_the_adding_replica_is_in_sync_though_a_kept_replica_is_dead():
+    # 4.4.0, reassign-under-fire seed 5 (README): ISR [1, 3] with 2 dead; once 4 joined the controller logged
+    # "isr: [1, 3] -> [3, 4], replicaSet: [4, 2, 3, 1] -> [4, 2, 3]" and elected 4. KAFKA-19975, in 4.3.0.
+    model = dead_target_replica("4.4.0")
+    done = events(model, "reassigned")
+    assert [e["replicas"] for e in done] == [[4, 2, 3], [1, 2, 3]]
+    assert T0 + 30 * S <= done[0]["t_ns"] < T0 + 50 * S and T0 + 50 * S <= done[1]["t_ns"] < T0 + 70 * S
+    isr_then = [e["isr"] for e in events(model, "isr") if e["t_ns"] == done[0]["t_ns"]]
+    assert isr_then[-1] == [3, 4]
+    leaders = [(e["t_ns"], e["leader"]) for e in events(model, "leader") if e["t_ns"] >= T0 + 30 * S]
+    assert leaders[0] == (done[0]["t_ns"], 4)           # the first target replica in the ISR, as Kafka elected
+    assert leaders[1] == (done[1]["t_ns"], 1)           # moved back: 1 leads again, 2 still dead
+
+
+def test_up_to_4_2_the_same_move_waits_for_the_dead_replica():
+    # 4.2.1's maybeCompleteReassignment still wants every target replica in the ISR (KAFKA-15665).
+    model = dead_target_replica("4.2.1")
+    done = events(model, "reassigned")
+    assert done and all(e["t_ns"] > T0 + 70 * S for e in done)
+    assert not any(e["leader"] == 4 for e in events(model, "leader"))
+
+
+def test_a_move_that_shrinks_the_replica_set_still_waits_for_every_target_replica():
+    # [1, 2, 3] -> [1, 2]: nothing added, 3 removed; with 2 dead the ISR would shrink to [1], so Kafka waits
+    # (the adding.size() < removing.size() guard of KAFKA-19975).
+    faults = [kill("start", 2, T0 + 5 * S), move("start", T0 + 30 * S, after=(1, 2)), kill("heal", 2, T0 + 60 * S)]
+    model = run_model(cfg_at("4.4.0"), faults, t_begin=T0, t_end=T0 + 100 * S)
+    [done] = events(model, "reassigned")
+    assert done["replicas"] == [1, 2] and done["t_ns"] > T0 + 60 * S
+
+
+def test_the_completion_rule_switches_in_4_3_and_only_in_kraft():
+    from kafka_chaos.base.versions import KRAFT, ZOOKEEPER
+    from kafka_chaos.checkers.model.releases import applies
+    rule = "reassignment_completes_once_adding_in_isr"
+    assert [applies(rule, v) for v in ("3.9.2", "4.1.0", "4.2.1", "4.3.0", "4.4.0")] == [False] * 3 + [True] * 2
+    assert not applies(rule, "3.9.2", ZOOKEEPER) and applies(rule, "4.3.0", KRAFT)
