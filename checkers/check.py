@@ -28,6 +28,7 @@ from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
 from kafka_chaos.checkers.model.windows import intersect_windows
 from kafka_chaos.checkers.verdict import anomalies_table, build_verdict, judge
+from kafka_chaos.history.controller_log import unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
 from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
 from kafka_chaos.history.reader import read_table, validate_run
@@ -93,11 +94,12 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return runs
 
 
-def _model_for(present: dict, meta: RunMeta) -> tuple[ModelResult, "pd.DataFrame"]:
+def _model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tuple[ModelResult, "pd.DataFrame"]:
     faults = read_table(present.get("history/faults.parquet"), FAULTS_SCHEMA)
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
     cfg = ModelConfig.from_meta(meta)
-    return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns), samples
+    unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
+    return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences), samples
 
 
 def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int, int, int]]:
@@ -159,7 +161,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         with ThreadPoolExecutor(max_workers=1) as side:
             finding = side.submit(_find, ready, engine, spark_master, windows, checker)
             try:
-                models = {run_id: _model_for(present, meta) for run_id, (_, meta, present) in ready.items()}
+                models = {run_id: _model_for(present, meta, run_dir) for run_id, (run_dir, meta, present)
+                          in ready.items()}
                 windows.set_result({run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()})
                 seen = {run_id: observed.model_disagreements(m, samples) for run_id, (m, samples) in models.items()}
             except BaseException as e:

@@ -17,6 +17,20 @@ METADATA_SLACK_NS = 1_000_000_000      # clients learn of a new leader on their 
 # until it has fetched the metadata log's new records: a deposed leader stays a zombie that long, and requests
 # the clients' TCP stacks retransmit reach it at once. Seen here: acks=1 writes acked 3 s after a heal, then lost.
 METADATA_CATCHUP_NS = 5_000_000_000
+# ... and Kafka bounds none of it: the late replay allows this long. Seen here (4.4.0, load 26-48): brokers thawed
+# after a 45 s pause learned they no longer led a partition 18 s after the thaw (two-brokers-pause, README).
+METADATA_CATCHUP_LATE_NS = 20_000_000_000
+# A restarted broker registers fenced (ClusterControlManager.registerBroker) and is unfenced only at a heartbeat
+# that no longer asks to stay fenced, which it sends once it has started up: caught up with the metadata log and
+# published it, which loads and recovers every log (BrokerServer.startup -> BrokerMetadataPublisher
+# .initializeManagers -> LogManager.startup, then BrokerLifecycleManager.setReadyToUnfence), and whose metadata
+# offset has reached its registration record (BrokerHeartbeatManager.calculateNextBrokerState). Kafka bounds none
+# of it. Seen here (4.4.0, cascade-kill, load ~60): unfenced 17 s after the heal row (written after the fault's
+# 30 s wait for the broker to register), and 62 s after the heal row for two brokers restarted together; on the
+# idle machine 10 s. When the controller's log is in the results directory the model takes the real unfence times
+# (history/controller_log.py); otherwise the recorded replay unfences at the restart and the late one this long
+# after it, and an election that waited for it is predicted over that span (observed._span).
+RESTART_UNFENCE_NS = 65_000_000_000
 DIRTY_EXPIRE_NS = 30_000_000_000          # vm.dirty_expire_centisecs: page cache older than this is on disk
 # vm.dirty_writeback_centisecs: how often the kernel's flusher looks for expired inodes (wb_kupdate in
 # fs/fs-writeback.c; Documentation/admin-guide/sysctl/vm.rst), so a write can stay unsynced for expire + this.

@@ -11,7 +11,9 @@ counts only when it persists: a new leader for at least two consecutive samples,
 earlier maximum for at least two consecutive samples (or until the last sample).
 
 A disagreement is an observed event the model did not predict within TOLERANCE_NS (the model's timing is
-approximate: detection times, sampling), or a predicted unclean election the cluster never showed.
+approximate: detection times, sampling), or a predicted unclean election the cluster never showed. An election
+that waited for a restarted broker to start up is predicted over a span (`since_ns` to `until_ns`, see _span) when the
+run's logs do not give the controller's real unfence time.
 """
 from __future__ import annotations
 
@@ -135,16 +137,26 @@ def isr_below(samples: pd.DataFrame, need: int, slack_ns: int = 1_000_000_000) -
     return out
 
 
-def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[int]:
-    times = []
+def _span(e: dict) -> tuple[int, int]:
+    """When a predicted event may have happened: at t_ns, or any time from since_ns to until_ns for an election
+    that waited for a restarted broker's start-up, whose length Kafka does not bound (RESTART_UNFENCE_NS)."""
+    return int(e.get("since_ns", e["t_ns"])), int(e.get("until_ns", e["t_ns"]))
+
+
+def _near(spans: list[tuple[int, int]], t: int) -> bool:
+    return any(lo - TOLERANCE_NS <= t <= hi + TOLERANCE_NS for lo, hi in spans)
+
+
+def _predicted(model, partition: int, kinds: tuple[str, ...]) -> list[tuple[int, int]]:
+    spans = []
     for e in model.possible_events():
         if e.get("partition") not in (partition, None):
             continue
         if "leader" in kinds and e.get("event") == "leader" and e.get("how") == "uncleanly":
-            times.append(int(e["t_ns"]))
+            spans.append(_span(e))
         if "power" in kinds and str(e.get("event", "")).startswith("power loss"):
-            times.append(int(e["t_ns"]))
-    return times
+            spans.append(_span(e))
+    return spans
 
 
 def _unclean_times(model, partition: int) -> list[int]:
@@ -152,8 +164,8 @@ def _unclean_times(model, partition: int) -> list[int]:
             and e.get("how") == "uncleanly"]
 
 
-def _elections_outside_isr(model, partition: int) -> list[int]:
-    return [int(e["t_ns"]) for e in model.possible_events()
+def _elections_outside_isr(model, partition: int) -> list[tuple[int, int]]:
+    return [_span(e) for e in model.possible_events()
             if e.get("partition") == partition and e.get("event") == "leader"
             and e.get("how") != "from the ISR"]
 
@@ -165,19 +177,19 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
     for e in events:
         p, t = e["partition"], e["t_ns"]
         if e["event"] == "election" and e["how"] == "outside the visible ISR":
-            if not any(abs(tp - t) <= TOLERANCE_NS for tp in _elections_outside_isr(model, p)):
+            if not _near(_elections_outside_isr(model, p), t):
                 out.append({"kind": "unpredicted_election_outside_isr", "partition": p, "t_ns": t,
                             "detail": f"broker {e['leader']} became leader of partition {p} from outside the "
                                       f"previous ISR {e['previous_isr']} (from the ELR or uncleanly: the client "
                                       f"does not show the ELR), and the model predicted no such election"})
         if e["event"] == "election" and e["how"] == "uncleanly":
-            if not any(abs(tp - t) <= TOLERANCE_NS for tp in _predicted(model, p, ("leader",))):
+            if not _near(_predicted(model, p, ("leader",)), t):
                 out.append({"kind": "unpredicted_unclean_election", "partition": p, "t_ns": t,
                             "detail": f"broker {e['leader']} became leader of partition {p} from outside the "
                                       f"previous ISR {e['previous_isr']}, which the model did not predict"})
         if e["event"] == "hw_drop":
             causes = _predicted(model, p, ("leader", "power"))
-            if not any(tp - TOLERANCE_NS <= t for tp in causes):
+            if not any(lo - TOLERANCE_NS <= t for lo, _ in causes):
                 out.append({"kind": "unpredicted_hw_drop", "partition": p, "t_ns": t,
                             "hw_before": e["hw_before"], "hw_after": e["hw_after"],
                             "detail": f"the high watermark of partition {p} fell from {e['hw_before']} to "
@@ -190,8 +202,7 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
             p, t = int(e["partition"]), int(e["t_ns"])
             certain = all(any(abs(ta - t) <= TOLERANCE_NS for ta in _unclean_times(alt, p)) for alt in
                           getattr(model, "alternatives", ()))      # every timing Kafka allows elects uncleanly
-            if certain and len(samples) and not any(sp == p and abs(st - t) <= TOLERANCE_NS
-                                                    for sp, st in seen_unclean):
+            if certain and len(samples) and not any(sp == p and _near([_span(e)], st) for sp, st in seen_unclean):
                 out.append({"kind": "predicted_unclean_election_not_seen", "partition": p, "t_ns": t,
                             "detail": f"the model elected broker {e.get('leader')} uncleanly for partition {p}; "
                                       f"the cluster samples show no such election"})

@@ -24,10 +24,12 @@ class _Replication(_Controller):
         published it (BrokerMetadataPublisher -> ReplicaManager.applyDelta, which makes it a follower), and until
         then it appends acks=1 writes as leader. Seen here: a reassignment moved
         the leader away, the controller elected broker 3 at 52.911 s, and broker 1 acknowledged an acks=1 write
-        at 53.389 s, applying the change at 53.435 s (4.0.0, load ~45); that write was lost."""
+        at 53.389 s, applying the change at 53.435 s (4.0.0, load ~45); that write was lost. For a thawed broker
+        the late replay allows METADATA_CATCHUP_LATE_NS (`catchup_for`): until then a thawed follower does not
+        follow the new leader, so it neither fetches nor rejoins the ISR, and acks=all waits for it."""
         for n in list(part.view):       # every broker that was a replica: one a reassignment removed learns late too
             since = self.connected_since.get(n)
-            if since is None or t - since < METADATA_CATCHUP_NS:
+            if since is None or t - since < self.catchup_for(n):
                 continue
             deposed = part.view[n][0] == n and part.leader != n and self.up(n)
             if deposed and part.elections and t - part.elections[-1][1] < METADATA_CATCHUP_NS:

@@ -6,15 +6,23 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from kafka_chaos.checkers.model.config import TICK_NS, FaultEffect, ModelConfig, worst_case_onsets
+from kafka_chaos.checkers.model.config import (
+    METADATA_CATCHUP_LATE_NS,
+    RESTART_UNFENCE_NS,
+    TICK_NS,
+    FaultEffect,
+    ModelConfig,
+    worst_case_onsets,
+)
 from kafka_chaos.checkers.model.result import ModelResult
 from kafka_chaos.checkers.model.sim import _Sim
+from kafka_chaos.checkers.model.state import Timing
 from kafka_chaos.checkers.model.windows import _merge
 
 
 def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None = None,
-              samples: pd.DataFrame | None = None, t_begin: int | None = None, t_end: int | None = None
-              ) -> ModelResult:
+              samples: pd.DataFrame | None = None, t_begin: int | None = None, t_end: int | None = None,
+              unfences: dict[int, list[int]] | None = None) -> ModelResult:
     """Replay the faults on the replication state machine and return its predictions.
 
     Two timings are replayed, both within what Kafka allows, and the judgement takes whichever does not invent a
@@ -31,7 +39,12 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     late replay, lagging as well), or it keeps up and nothing changes but speed (a third replay, only for runs
     with a slowed node). Risk is the union of all three; a certain prediction must hold in each. A slowed replication
     link (effect `link`) is replayed the same way, without fencing: its follower lags in the recorded and late
-    replays and keeps up in the third (see _State.link_lagging)."""
+    replays and keeps up in the third (see _State.link_lagging).
+
+    When a restarted or thawed broker is usable again is timed too (state.Timing): the recorded replay lets the
+    controller unfence a restarted broker at its restart and a reconnected broker act on the metadata log after
+    METADATA_CATCHUP_NS; the late one after RESTART_UNFENCE_NS and METADATA_CATCHUP_LATE_NS. `unfences`, the
+    controller's logged unfence grants per broker (history/controller_log.py), replace the restart bound in both."""
     if isinstance(faults, pd.DataFrame):
         events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
                   .itertuples(index=False)]
@@ -48,14 +61,18 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
                           g["high_watermark"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64))
     if not events:
         return ModelResult(cfg, [], [], [], [], hw)
-    recorded = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end)
+    grants = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (unfences or {}).items()))
+    early = Timing(unfences=grants)
+    recorded = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, timing=early)
     slow = replace(cfg, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms * 3 // 2)
     late = _simulate(slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
-                     samples, t_begin, t_end, leader_fenced_first=True)
+                     samples, t_begin, t_end, leader_fenced_first=True,
+                     timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants))
     late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
     sims, alternatives = [recorded, late], [late_result]
     if any(e.effect == "slow" or e.effect == "link" and any(a != "client" for a, _ in e.links) for e in events):
-        keeping_up = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, slow_mode="keeping up")
+        keeping_up = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, slow_mode="keeping up",
+                               timing=early)
         sims.append(keeping_up)
         alternatives.append(ModelResult(cfg, keeping_up.risk, keeping_up.unavailable, keeping_up.truncs,
                                         keeping_up.events, hw))
@@ -66,10 +83,10 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
 
 
 def _simulate(cfg: ModelConfig, events: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
-              leader_fenced_first: bool = False, slow_mode: str | None = None) -> "_Sim":
+              leader_fenced_first: bool = False, slow_mode: str | None = None, timing: Timing | None = None) -> "_Sim":
     events = sorted(events, key=lambda e: e.t_ns)
     mode = slow_mode or ("fenced" if leader_fenced_first else "lagging")
-    sim = _Sim(cfg, events, samples, t_begin, t_end, leader_fenced_first, mode)
+    sim = _Sim(cfg, events, samples, t_begin, t_end, leader_fenced_first, mode, timing)
     settle = 2 * cfg.replica_lag_time_max_ms * 1_000_000 + 2 * cfg.broker_session_timeout_ms * 1_000_000
     t = min(t_begin, events[0].t_ns) - TICK_NS
     queue = list(enumerate(sim.faults))
@@ -87,11 +104,14 @@ def _simulate(cfg: ModelConfig, events: list[FaultEffect], samples: pd.DataFrame
         elif t - quiet_since > settle:
             # Steady state: nothing changed for longer than any timer the model has (lag, session), so nothing
             # will until the next fault row. Skip there (or to the end), carrying on whatever goes on now.
-            t_next = queue[qi][1].t_ns - TICK_NS if qi < len(queue) else stop
+            # A broker starting up or catching up (Timing) is a timer too: stop short of when it is ready.
+            waits = [r for n, r in sim.ready_at.items() if r > t and sim.fenced.get(n) and sim.alive.get(n)] + [
+                c + sim.catchup_ns for c in sim.connected_since.values() if c is not None and c + sim.catchup_ns > t]
+            t_next = min([queue[qi][1].t_ns if qi < len(queue) else stop + TICK_NS] + waits) - TICK_NS
             if t_next > t:
                 sim.advance_steady(t, t_next)
                 t = quiet_since = t_next
-            if qi >= len(queue):
+            if qi >= len(queue) and not waits:
                 break
         t += TICK_NS
     sim.finish(min(t, stop))

@@ -16,6 +16,7 @@ class _Sim(_Replication):
         elif f.effect == "pause":
             for n in f.nodes:
                 self.paused[n] = start
+                self.went_down(n, t) if start else self.restarted(n, t, thawed=True)
         elif f.effect == "slow":
             for n in f.nodes:
                 self.slow[n] = start
@@ -40,6 +41,7 @@ class _Sim(_Replication):
                         part.view[n] = (None, -1, ())
         for n in f.nodes:
             self.alive[n] = not start
+            self.went_down(n, t) if start else self.restarted(n, t)
             if f.effect == "stop":
                 if start:
                     self._controlled_shutdown(n, t)

@@ -6,8 +6,31 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, FaultEffect, ModelConfig
+from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, RESTART_UNFENCE_NS, TICK_NS, FaultEffect, ModelConfig
 from kafka_chaos.checkers.model.windows import Window
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long brokers take to become usable again, in one replay. `unfences`: the controller's real unfence
+    times per broker (history/controller_log.py), which every replay takes when the run has them."""
+
+    catchup_ns: int = METADATA_CATCHUP_NS     # a reconnected broker acts on the metadata log's news after this
+    restart_unfence_ns: int = 0               # a restarted broker is unfenced no sooner than this after it started
+    unfences: tuple = ()                      # ((broker, (t_ns, ...)), ...): observed unfence grants
+
+    def ready_after(self, n: int, t: int, thawed: bool = False, down_since: int | None = None) -> int:
+        """When broker n, started (or thawed) at t, may be unfenced. A thawed broker kept its registration, so the
+        controller unfences it at its next heartbeat; a restarted one once it has started up (RESTART_UNFENCE_NS).
+        The controller's first unfence grant after t, when the logs have one, is the fact (for a thaw only within
+        that bound: a broker whose session never lapsed was never fenced, and no grant follows its thaw). A grant
+        counts from when the broker went down (`down_since`): the heal row is written once the undo has finished,
+        which for a restart may include a wait for the broker to register, so the grant may come before it."""
+        since = t - TICK_NS if down_since is None else min(down_since, t - TICK_NS)
+        grants = [u for u in dict(self.unfences).get(n, ()) if u >= since]
+        if grants and (not thawed or grants[0] <= t + RESTART_UNFENCE_NS):
+            return grants[0]
+        return t if thawed else t + self.restart_unfence_ns
 
 
 @dataclass
@@ -32,8 +55,9 @@ class _Partition:
 
 class _State:
     def __init__(self, cfg: ModelConfig, faults: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
-                 leader_fenced_first: bool = False, slow_mode: str = "lagging"):
+                 leader_fenced_first: bool = False, slow_mode: str = "lagging", timing: Timing | None = None):
         self.cfg, self.t_end, self.leader_fenced_first = cfg, t_end, leader_fenced_first
+        self.timing = timing or Timing()
         self.slow_mode = slow_mode              # how a CPU-starved node behaves in this replay (see run_model)
         self.faults = sorted(faults, key=lambda f: f.t_ns)
         self.events: list[dict] = []
@@ -58,6 +82,36 @@ class _State:
         self.registered_at: dict[int, int] = {}     # ZooKeeper mode: when a broker registered again after expiry
         self.power_losses: list[tuple[int, int]] = []     # (t, broker)
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
+        self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
+        self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
+        self.started_at: dict[int, int] = {}    # when each broker's process last started again
+        self.down_at: dict[int, int] = {}       # when each broker was last killed, stopped or paused
+
+    @property
+    def catchup_ns(self) -> int:
+        """The longest a broker reconnected to the controller takes to act on the metadata log's news."""
+        return max(METADATA_CATCHUP_NS, self.timing.catchup_ns)
+
+    def catchup_for(self, n) -> int:
+        """How long broker n, reconnected, takes to act on the metadata log's news: a thawed JVM (KRaft) as long as
+        this replay allows (Timing.catchup_ns; seen 18 s after a 45 s pause), any other METADATA_CATCHUP_NS (seen
+        3 s after a network heal). The ZooKeeper mode keeps its own bounds."""
+        return self.timing.catchup_ns if n in self.thawed and not self.zk_mode else METADATA_CATCHUP_NS
+
+    def went_down(self, n, t: int):
+        """A node was killed, stopped or paused at t."""
+        self.down_at[n] = t
+
+    def restarted(self, n, t: int, thawed: bool = False):
+        """A broker process started again (or thawed) at t: from when the controller may unfence it."""
+        if n not in self.ready_at:
+            return                              # a controller or ZooKeeper node
+        self.ready_at[n] = self.timing.ready_after(n, t, thawed, self.down_at.get(n))
+        if thawed:
+            self.thawed.add(n)
+        else:
+            self.started_at[n] = t
+            self.thawed.discard(n)
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg

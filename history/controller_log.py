@@ -1,0 +1,80 @@
+"""The KRaft controller's fencing decisions, read back from the nodes' logs (results/<run_id>/logs/<node>.log).
+
+Why: when a broker becomes usable again after a restart or a pause is the controller's decision, and it depends on
+work inside the broker that nothing else in the history records (starting the JVM, registering, catching up with
+the metadata log, loading and recovering its logs). The active controller logs each decision at INFO, in one line
+whose time is exact to the millisecond:
+
+- `No previous registration found for broker N` / `Registering a new incarnation of broker N`
+  (ClusterControlManager.registerBroker): a broker process (re)started and registered, fenced;
+- `Fencing broker N ... because its session has timed out` (ReplicationControlManager.maybeFenceOneStaleBroker);
+- `The request from broker N to unfence has been granted` (BrokerHeartbeatManager.calculateNextBrokerState): the
+  broker asked to be unfenced (it had finished starting up) and had caught up with its registration record. The
+  controller elects leaders for leaderless partitions in the same event (ReplicationControlManager
+  .handleBrokerUnfenced), an unclean election included.
+
+Only these lines are read (docs/history.md, "logs/<node>.log"); a run without them (ZooKeeper mode, older runs, a
+lost log) gives no events, and the model then falls back on its timing bounds.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+_EVENTS = (
+    ("registered", re.compile(r"(?:No previous registration found for|Registering a new incarnation of) broker (\d+)")),
+    ("fenced", re.compile(r"Fencing broker (\d+) .*because its session has timed out")),
+    ("unfenced", re.compile(r"The request from broker (\d+) to unfence has been granted")),
+)
+
+
+@dataclass(frozen=True)
+class FencingEvent:
+    t_ns: int          # the log line's time (the node's clock, UTC, to the millisecond)
+    broker: int
+    event: str         # registered | fenced | unfenced
+
+
+def parse_line(line: str) -> FencingEvent | None:
+    """The fencing event one log line records, or None."""
+    if "QuorumController" not in line and "BrokerHeartbeatManager" not in line:
+        return None
+    m = _TIME.match(line)
+    if not m:
+        return None
+    for event, pattern in _EVENTS:
+        hit = pattern.search(line)
+        if hit:
+            t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+            return FencingEvent(int(t.timestamp()) * 1_000_000_000 + int(m.group(2)) * 1_000_000,
+                                int(hit.group(1)), event)
+    return None
+
+
+def fencing_events(run_dir: Path | str) -> list[FencingEvent]:
+    """Every fencing event in the run's node logs, in time order, each once (the same line read from two logs, e.g.
+    a combined-mode node, counts once). [] when the run has no node logs."""
+    logs = Path(run_dir) / "logs"
+    seen: set[FencingEvent] = set()
+    if logs.is_dir():
+        for path in sorted(logs.glob("*.log")):
+            if path.name in ("clients.log", "java-clients.log"):
+                continue
+            with path.open(encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    ev = parse_line(line)
+                    if ev is not None:
+                        seen.add(ev)
+    return sorted(seen, key=lambda e: (e.t_ns, e.broker, e.event))
+
+
+def unfence_times(run_dir: Path | str) -> dict[int, list[int]]:
+    """broker -> the times the controller granted it unfencing, in order ({} when the logs show none)."""
+    out: dict[int, list[int]] = {}
+    for ev in fencing_events(run_dir):
+        if ev.event == "unfenced":
+            out.setdefault(ev.broker, []).append(ev.t_ns)
+    return out
