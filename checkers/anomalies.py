@@ -22,6 +22,7 @@ from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.reference import Counts
 from kafka_chaos.checkers.spark_collect import (
+    CRITICAL,
     READ_COLUMNS,
     SEND_COLUMNS,
     instance_rows,
@@ -56,10 +57,9 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
     # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
     with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
-        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums")
-        nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends")
-        send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary")
-        read_summary = pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
+        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL)
+        nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends", CRITICAL)
+        send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary", CRITICAL)
         avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
@@ -78,7 +78,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         finally:
             for frame in (s_src, r_src):
                 frame.unpersist()
-        send_summary, read_summary = send_summary.result(), read_summary.result()
+        send_summary, read_summary = send_summary.result(), buckets.reads_summary(sums.result())
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
@@ -111,7 +111,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
 
     def pass_over(s: DataFrame, r: DataFrame) -> pd.DataFrame:
         events = q.value_events(s, r, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
-        return to_pandas(hub.candidates_fast(events, mono), "per-value pass")
+        return to_pandas(hub.candidates_fast(events, mono), "per-value pass", CRITICAL)
 
     found = pass_over(s_src, r_src)
     unsent = found[found["k_phantom"]]          # read in an unclean bucket; sent, maybe, in a clean one
@@ -124,7 +124,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         s_src, r_src = whole_s, whole_r
         found = pass_over(s_src, r_src)
     per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
-    doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks") if len(crowded) else \
+    doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL) if len(crowded) else \
         pd.DataFrame(columns=divergent.AT)
     return found, per_value, amb_positions, doubles, (s_src, r_src)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ EVENT_LOG_ENV = "KAFKA_CHAOS_SPARK_EVENT_LOG"       # a directory: write Spark's
 DEFAULT_DRIVER_MEMORY = "8g"
 LOCAL_MASTER = "local[*]"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}
+POOLS_FILE = Path(__file__).with_name("spark_pools.xml")     # the fair scheduler's pools: "critical", "default"
 
 
 def resolve_master(explicit: str | None = None) -> str | None:
@@ -65,6 +67,10 @@ def session_config(local: bool, loopback: bool | None = None, submitted: bool = 
         # A broadcast side may be the result of a long window job on 100M sends.
         "spark.sql.broadcastTimeout": "3600",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # The longest chain of jobs first (spark_pools.xml); FIFO would queue its later stages behind every job
+        # submitted while its first stage ran.
+        "spark.scheduler.mode": "FAIR",
+        "spark.scheduler.allocation.file": str(POOLS_FILE),
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

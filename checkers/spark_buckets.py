@@ -92,6 +92,16 @@ def judge_buckets(sums: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
         len(frame)
 
 
+def reads_summary(sums: pd.DataFrame) -> pd.DataFrame:
+    """spark_queries.reads_summary's counts from `bucket_sums`, which sums every read: (run, phase, partition,
+    count), phase "final" or "live" (any other phase counts as live: only the drain's reads are told apart)."""
+    reads = sums[sums["kind"] != SEND]
+    out = reads.groupby(["run", "kind", "partition"], as_index=False)["n"].sum()
+    return pd.DataFrame({"run": out["run"].astype("int64"),
+                         "phase": ["final" if k == FINAL else "live" for k in out["kind"]],
+                         "partition": out["partition"].astype("int64"), "count": out["n"].astype("int64")})
+
+
 def bucket_keys(spark: SparkSession, buckets: pd.DataFrame) -> DataFrame:
     return q.small_frame(spark, [(int(r), int(p), int(b)) for r, p, b in
                                  zip(buckets["run"], buckets["partition"], buckets["bucket"])],

@@ -18,6 +18,7 @@ SEND_COLUMNS = {"op_id": "long", "process": "int", "producer": "string", "acks":
 READ_COLUMNS = {"consumer": "string", "seq": "long", "phase": "string", "partition": "int", "offset": "long",
                 "value": "string", "t_ns": "long"}
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows: hash maps that fit, few tasks
+CRITICAL = "critical"                      # the scheduler pool of the check's longest chain (spark_pools.xml)
 
 
 def load(spark: SparkSession, runs: dict[str, Path], name: str, columns: dict[str, str]) -> DataFrame:
@@ -46,14 +47,17 @@ def shuffle_partitions(spark: SparkSession, rows: int, rows_per_partition: int =
     return max(spark.sparkContext.defaultParallelism, math.ceil(rows / rows_per_partition))
 
 
-def to_pandas(df: DataFrame, label: str | None = None) -> pd.DataFrame:
+def to_pandas(df: DataFrame, label: str | None = None, pool: str | None = None) -> pd.DataFrame:
     """Collect through Arrow keeping nullable integers exact (toPandas would turn them into float64).
 
     label: the job's description (Spark's UI and event log name its jobs by it; bench/spark_profile.py sums
-    executor time per label). The property is the calling thread's own.
+    executor time per label). pool: the fair scheduler pool (CRITICAL for the longest chain, else "default").
+    Both properties are the calling thread's own, so they are set on every call.
     """
+    sc = df.sparkSession.sparkContext
     if label:
-        df.sparkSession.sparkContext.setLocalProperty("spark.job.description", label)
+        sc.setLocalProperty("spark.job.description", label)
+    sc.setLocalProperty("spark.scheduler.pool", pool or "default")
     return df.toArrow().to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get)
 
 
