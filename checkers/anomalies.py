@@ -57,7 +57,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
     # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
     with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
-        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL)
+        judged = pool.submit(buckets.judge_buckets, buckets.bucket_sums(sends, reads), CRITICAL)
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends", CRITICAL)
         send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary", CRITICAL)
         avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
@@ -65,7 +65,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
         unplaced = divergent.runs_without_positions(send_summary.result())
         found, per_value, amb_positions, doubles, (s_src, r_src) = _per_value(
-            spark, sends, reads, sums.result(), nonmono.result(), unplaced, rows)
+            spark, sends, reads, judged.result(), nonmono.result(), unplaced, rows)
         try:
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
             # narrowed sources hold every read at a candidate position (spark_buckets); grouping every read does not
@@ -78,7 +78,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         finally:
             for frame in (s_src, r_src):
                 frame.unpersist()
-        send_summary, read_summary = send_summary.result(), buckets.reads_summary(sums.result())
+        send_summary, read_summary = send_summary.result(), judged.result()[3]
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
@@ -91,18 +91,18 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                     idempotent=idempotent)
 
 
-def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame,
-               nonmono: pd.DataFrame, unplaced: set[int], rows: int):
+def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, judged: tuple, nonmono: pd.DataFrame,
+               unplaced: set[int], rows: int):
     """The per-value pass's rows; the same with the ambiguous ones decided exactly; the positions ambiguous values
     were read at; the positions acked twice; and the (persisted) sends and reads the pass ran on: those of the
     unclean buckets (checkers.spark_buckets), or the whole history when most buckets are unclean."""
-    unclean, crowded, total = buckets.judge_buckets(sums)
+    unclean, crowded, total, _ = judged
     unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
     narrowed = len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
         if not unplaced:          # else every row of those runs too: keep the whole history's count
-            rows = int(sums.merge(unclean, on=buckets.KEYS)["n"].sum())
+            rows = len(unclean) * buckets.BUCKET * 3        # at most: the sends and two reads of each offset
     else:
         s_src, r_src = sends, reads
     s_src, r_src = s_src.persist(), r_src.persist()
