@@ -53,19 +53,21 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
     rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
 
-    # Independent queries run concurrently, the per-value pass submitted first: Spark schedules jobs in the order
-    # they come, and that pass is the longest chain (scan, exchange, aggregation, then the exact and divergent
-    # follow-ups), so the smaller jobs fill the cores around it instead of delaying it.
-    with ThreadPoolExecutor(max_workers=8) as pool:     # every job submitted at once; Spark runs them FIFO
-        judged = pool.submit(buckets.judge_buckets, buckets.bucket_sums(sends, reads), CRITICAL)
+    # Independent queries run concurrently. The longest chain (bucket sums and nonmonotonic sends, then the
+    # per-value pass on the unclean buckets and its follow-ups) runs in the fair scheduler's "critical" pool, so the
+    # other jobs fill the cores around it instead of queueing ahead of its later stages.
+    narrow = rows <= buckets.MAX_ROWS     # else the bucket table itself is too large to bring to the driver
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends", CRITICAL)
         send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary", CRITICAL)
         avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
+        read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
         unplaced = divergent.runs_without_positions(send_summary.result())
         found, per_value, amb_positions, doubles, (s_src, r_src) = _per_value(
-            spark, sends, reads, judged.result(), nonmono.result(), unplaced, rows)
+            spark, sends, reads, sums.result() if narrow else None, nonmono.result(), unplaced, rows)
         try:
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
             # narrowed sources hold every read at a candidate position (spark_buckets); grouping every read does not
@@ -78,7 +80,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         finally:
             for frame in (s_src, r_src):
                 frame.unpersist()
-        send_summary, read_summary = send_summary.result(), judged.result()[3]
+        send_summary = send_summary.result()
+        read_summary = buckets.reads_summary(sums.result()) if narrow else read_summary.result()
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
 
@@ -91,21 +94,24 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                     idempotent=idempotent)
 
 
-def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, judged: tuple, nonmono: pd.DataFrame,
-               unplaced: set[int], rows: int):
+def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int):
     """The per-value pass's rows; the same with the ambiguous ones decided exactly; the positions ambiguous values
-    were read at; the positions acked twice; and the (persisted) sends and reads the pass ran on: those of the
-    unclean buckets (checkers.spark_buckets), or the whole history when most buckets are unclean."""
-    unclean, crowded, total, _ = judged
-    unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
-    narrowed = len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
+    were read at; the positions acked twice; and the sends and reads the pass ran on: those of the unclean buckets
+    (checkers.spark_buckets, persisted), or the whole history when there are no bucket sums or most buckets are
+    unclean."""
+    narrowed = False
+    if sums is not None:
+        unclean, crowded, total = buckets.judge_buckets(sums)
+        unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
+        narrowed = len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
+        s_src, r_src = s_src.persist(), r_src.persist()
         if not unplaced:          # else every row of those runs too: keep the whole history's count
-            rows = len(unclean) * buckets.BUCKET * 3        # at most: the sends and two reads of each offset
+            rows = int(sums.merge(unclean, on=buckets.KEYS)["n"].sum())
     else:
         s_src, r_src = sends, reads
-    s_src, r_src = s_src.persist(), r_src.persist()
     mono = q.small_frame(spark, [(int(r), int(o)) for r, o in zip(nonmono["run"], nonmono["op_id"])],
                          "run int, op_id long")
 
@@ -124,8 +130,12 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, judged: 
         s_src, r_src = whole_s, whole_r
         found = pass_over(s_src, r_src)
     per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
-    doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL) if len(crowded) else \
-        pd.DataFrame(columns=divergent.AT)
+    if not narrowed:
+        doubles = divergent.double_acked(spark, sends, unplaced)
+    elif len(crowded):
+        doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL)
+    else:
+        doubles = pd.DataFrame(columns=divergent.AT)
     return found, per_value, amb_positions, doubles, (s_src, r_src)
 
 

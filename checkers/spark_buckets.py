@@ -29,14 +29,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_chaos.checkers import spark_queries as q
-from kafka_chaos.checkers.spark_collect import to_pandas
 from kafka_chaos.history.schema import ACKED
 
 BUCKET = 64                     # offsets per bucket: one 64-bit mask of the acked offsets
 SEND, FINAL, LIVE = 1, 2, 3     # the multisets summed per bucket
-MULTISETS = {"s": SEND, "f": FINAL, "l": LIVE}
 KEYS = ["run", "partition", "bucket"]
 MAX_UNCLEAN_SHARE = 0.5         # more unclean buckets than this share: the whole history goes through the pass
+MAX_ROWS = 40_000_000           # sends + reads; beyond, the ~1.9M-row bucket table stays out of the driver and the
+                                # whole history goes through the pass (as measured at 100M sends)
 
 
 def _placed(sends: DataFrame):
@@ -51,9 +51,8 @@ def _bucket():
 
 
 def bucket_sums(sends: DataFrame, reads: DataFrame) -> DataFrame:
-    """One row per (run, partition, bucket): for each multiset x in s (acked sends), f (final reads), l (live
-    reads) the count n_x and the sums lo_x, hi_x of the low and high 32 bits of xxhash64(value, offset); and the
-    number of distinct offsets among the acked sends."""
+    """(run, partition, bucket, kind, n, lo, hi, distinct): per bucket and multiset (SEND, FINAL, LIVE), the count,
+    the sums of the low and high 32 bits of xxhash64(value, offset), and for sends the number of distinct offsets."""
     s = sends.where(_placed(sends)).select("run", "partition", "offset", "value", F.lit(SEND).alias("kind"))
     r = reads.select("run", "partition", "offset", "value",
                      F.when(F.col("phase") == "final", F.lit(FINAL)).otherwise(F.lit(LIVE)).alias("kind"))
@@ -63,52 +62,46 @@ def bucket_sums(sends: DataFrame, reads: DataFrame) -> DataFrame:
         h.bitwiseAND(F.lit(0xFFFFFFFF)).alias("lo"), F.shiftrightunsigned(h, 32).alias("hi"),
         F.when(F.col("kind") == SEND, F.expr(f"shiftleft(cast(1 as bigint), cast(pmod(offset, {BUCKET}) as int))"))
         .alias("mask"))
-    sums = []
-    for x, kind in MULTISETS.items():
-        mine = F.col("kind") == kind
-        sums += [F.count(F.when(mine, F.lit(1))).alias(f"n_{x}"),
-                 F.coalesce(F.sum(F.when(mine, F.col("lo"))), F.lit(0)).alias(f"lo_{x}"),
-                 F.coalesce(F.sum(F.when(mine, F.col("hi"))), F.lit(0)).alias(f"hi_{x}")]
-    return rows.groupBy(*KEYS).agg(*sums, F.coalesce(F.bit_count(F.bit_or("mask")), F.lit(0)).cast("long")
-                                   .alias("distinct"))
+    return rows.groupBy("run", "partition", "bucket", "kind").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("lo").alias("lo"), F.sum("hi").alias("hi"),
+        F.bit_count(F.bit_or("mask")).cast("long").alias("distinct"))
 
 
-def _k_times(x: str, at_least: int):
-    """Multiset x holds each acked (value, offset) k >= at_least times and nothing else (by count and hash sums)."""
-    k = F.expr(f"n_{x} div nullif(n_s, 0)")
-    same = (F.col(f"n_{x}") == k * F.col("n_s")) & (F.col(f"lo_{x}") == k * F.col("lo_s")) & \
-        (F.col(f"hi_{x}") == k * F.col("hi_s")) & (k >= at_least)
-    return F.coalesce(same, F.lit(False))
+def judge_buckets(sums: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """From `bucket_sums`: the unclean buckets (run, partition, bucket), the crowded ones among them (an offset acked
+    twice), and how many buckets there were."""
+    if not len(sums):
+        empty = pd.DataFrame({k: pd.Series(dtype="int64") for k in KEYS})
+        return empty, empty, 0
+    wide = sums.astype({c: "int64" for c in ("run", "partition", "bucket", "kind", "n", "lo", "hi")}) \
+        .pivot_table(index=KEYS, columns="kind", values=["n", "lo", "hi"], aggfunc="sum", fill_value=0)
+    col = {(v, k): wide[(v, k)] if (v, k) in wide else pd.Series(0, index=wide.index)
+           for v in ("n", "lo", "hi") for k in (SEND, FINAL, LIVE)}
+    n1 = col[("n", SEND)]
+    distinct = sums[sums["kind"] == SEND].set_index(KEYS)["distinct"].reindex(wide.index).fillna(0).astype("int64")
+    crowded = (n1 > 0) & (distinct < n1)
+
+    def k_times(kind: int, at_least: int) -> pd.Series:
+        n = col[("n", kind)]
+        k = n // n1.where(n1 > 0, 1)
+        same = (n == k * n1) & (col[("lo", kind)] == k * col[("lo", SEND)]) & \
+            (col[("hi", kind)] == k * col[("hi", SEND)])
+        return same & (k >= at_least)
+
+    clean = (n1 > 0) & k_times(FINAL, 1) & k_times(LIVE, 0) & ~crowded
+    frame = wide.index.to_frame(index=False)
+    return frame[~clean.to_numpy()].reset_index(drop=True), frame[crowded.to_numpy()].reset_index(drop=True), \
+        len(frame)
 
 
-def judge_buckets(sums: DataFrame, pool: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, int, pd.DataFrame]:
-    """From `bucket_sums`, judged in Spark so that only the unclean buckets come back (10M sends make 156,000
-    buckets, 100M 1.6 million): the unclean buckets (run, partition, bucket), the crowded ones among them (an
-    offset acked twice), how many buckets there were, and the reads summary (see `reads_summary`)."""
-    crowded = F.col("distinct") < F.col("n_s")
-    clean = (F.col("n_s") > 0) & _k_times("f", 1) & _k_times("l", 0) & ~crowded
-    marked = sums.select(*KEYS, clean.alias("clean"), crowded.alias("crowded"), "n_f", "n_l").persist()
-    try:
-        unclean = to_pandas(marked.where(~F.col("clean")).select(*KEYS, "crowded"), "bucket sums", pool)
-        per_partition = to_pandas(marked.groupBy("run", "partition").agg(
-            F.count(F.lit(1)).alias("buckets"), F.sum("n_f").alias("final"), F.sum("n_l").alias("live")),
-            "bucket sums: reads", pool)
-    finally:
-        marked.unpersist()
-    unclean = unclean.astype({"run": "int64", "partition": "int64", "bucket": "int64", "crowded": "bool"})
-    keys = unclean[KEYS].reset_index(drop=True)
-    return keys, keys[unclean["crowded"].to_numpy()].reset_index(drop=True), \
-        int(per_partition["buckets"].sum()), reads_summary(per_partition)
-
-
-def reads_summary(per_partition: pd.DataFrame) -> pd.DataFrame:
-    """spark_queries' old reads summary, from the bucket sums (which count every read): (run, phase, partition,
-    count) with phase "final" or "live" (any other phase counts as live: only the drain's reads are told apart)."""
-    rows = [(int(r), phase, int(p), int(n)) for r, p, f, live in
-            zip(per_partition["run"], per_partition["partition"], per_partition["final"], per_partition["live"])
-            for phase, n in (("final", f), ("live", live)) if n]
-    return pd.DataFrame(rows, columns=["run", "phase", "partition", "count"]).astype(
-        {"run": "int64", "partition": "int64", "count": "int64"})
+def reads_summary(sums: pd.DataFrame) -> pd.DataFrame:
+    """spark_queries.reads_summary's counts from `bucket_sums`, which sums every read: (run, phase, partition,
+    count), phase "final" or "live" (any other phase counts as live: only the drain's reads are told apart)."""
+    reads = sums[sums["kind"] != SEND]
+    out = reads.groupby(["run", "kind", "partition"], as_index=False)["n"].sum()
+    return pd.DataFrame({"run": out["run"].astype("int64"),
+                         "phase": ["final" if k == FINAL else "live" for k in out["kind"]],
+                         "partition": out["partition"].astype("int64"), "count": out["n"].astype("int64")})
 
 
 def bucket_keys(spark: SparkSession, buckets: pd.DataFrame) -> DataFrame:

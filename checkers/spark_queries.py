@@ -43,6 +43,12 @@ def sends_summary(sends: DataFrame) -> DataFrame:
     return sends.groupBy("run", "outcome", "acks", "idempotent").count()
 
 
+def reads_summary(reads: DataFrame) -> DataFrame:
+    """Per run, phase and partition: how many reads (the counts of verdict.json, and which partitions the final
+    drain touched). Histories small enough for spark_buckets take them from its bucket sums instead."""
+    return reads.groupBy("run", "phase", "partition").count()
+
+
 def availability_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
     """(run, partition, pending, first, last) in one scan of the sends: for pending = 0, the ack times of acks=1/all ok
     sends per bucket of completion time; for pending = 1, the first invoke and last completion (`never` if one

@@ -13,14 +13,23 @@ from tests.checkers.test_anomaly_definitions import CASES
 pytestmark = pytest.mark.spark
 
 
-# The per-value pass runs on the unclean buckets' rows (narrowed) unless most buckets are unclean: both paths
-# must give the reference's rows. Share 1.0 narrows every run, however small; 0.0 narrows only spotless ones.
-NARROWING = pytest.mark.parametrize("unclean_share", [1.0, 0.0], ids=["narrowed", "whole-history"])
+# The per-value pass runs on the unclean buckets' rows (narrowed) unless most buckets are unclean, or the history
+# is too large for bucket sums: every path must give the reference's rows. Share 1.0 narrows every run, however
+# small; 0.0 narrows only spotless ones; a row limit of 0 takes no bucket sums at all.
+NARROWING = pytest.mark.parametrize("unclean_share", [1.0, 0.0, None],
+                                    ids=["narrowed", "whole-history", "no-bucket-sums"])
+
+
+def narrowing(monkeypatch, unclean_share):
+    if unclean_share is None:
+        monkeypatch.setattr(spark_buckets, "MAX_ROWS", 0)
+    else:
+        monkeypatch.setattr(spark_buckets, "MAX_UNCLEAN_SHARE", unclean_share)
 
 
 @NARROWING
 def test_every_hand_built_case_matches_the_reference_in_one_spark_job(spark, tmp_path, monkeypatch, unclean_share):
-    monkeypatch.setattr(spark_buckets, "MAX_UNCLEAN_SHARE", unclean_share)
+    narrowing(monkeypatch, unclean_share)
     runs = {}
     for i, (name, (sends, reads, _)) in enumerate(CASES.items()):
         runs[f"case{i}"] = write_run(tmp_path / f"case{i}", [dict(s) for s in sends], [dict(r) for r in reads])
@@ -40,7 +49,7 @@ def test_every_hand_built_case_matches_the_reference_in_one_spark_job(spark, tmp
 @pytest.mark.parametrize("rows_per_partition", [2_000_000, 700], ids=["few-partitions", "many-partitions"])
 def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypatch, rows_per_partition,
                                                        unclean_share):
-    monkeypatch.setattr(spark_buckets, "MAX_UNCLEAN_SHARE", unclean_share)
+    narrowing(monkeypatch, unclean_share)
     # Many small shuffle partitions spread each value's sends and reads over tasks, as 100M sends do.
     monkeypatch.setattr(anomalies, "ROWS_PER_SHUFFLE_PARTITION", rows_per_partition)
     inject = {"lost": 2, "duplicate": 3, "phantom": 1, "divergent": 2, "failed_read": 1, "offset_mismatch": 2,
@@ -85,7 +94,7 @@ HIDDEN_DIVERGENCE = {
 @NARROWING
 @pytest.mark.parametrize("name", list(HIDDEN_DIVERGENCE))
 def test_a_divergent_position_without_stray_reads_is_found(spark, tmp_path, monkeypatch, name, unclean_share):
-    monkeypatch.setattr(spark_buckets, "MAX_UNCLEAN_SHARE", unclean_share)
+    narrowing(monkeypatch, unclean_share)
     sends, reads = HIDDEN_DIVERGENCE[name]
     run = write_run(tmp_path / "run", [dict(s) for s in sends], [dict(r) for r in reads])
     got = find_anomalies_spark(spark, {"run": run}).for_run("run").instances
