@@ -122,13 +122,12 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
     found = pass_over(s_src, r_src)
     unsent = found[found["k_phantom"]]          # read in an unclean bucket; sent, maybe, in a clean one
     if narrowed and len(unsent):
-        whole_s, whole_r = buckets.with_whole_values(spark, sends, reads, s_src, r_src,
-                                                     list(zip(unsent["run"].astype(int), unsent["value"])))
-        whole_s, whole_r = whole_s.persist(), whole_r.persist()
-        s_src.unpersist()
-        r_src.unpersist()
-        s_src, r_src = whole_s, whole_r
-        found = pass_over(s_src, r_src)
+        narrow_s, narrow_r = s_src, r_src
+        s_src, r_src = (f.persist() for f in buckets.with_whole_values(
+            spark, sends, reads, narrow_s, narrow_r, list(zip(unsent["run"].astype(int), unsent["value"]))))
+        found = pass_over(s_src, r_src)     # fills the new caches from the narrowed ones: only then drop those
+        narrow_s.unpersist()
+        narrow_r.unpersist()
     per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
     if not narrowed:
         doubles = divergent.double_acked(spark, sends, unplaced)
