@@ -92,9 +92,16 @@ def submitted_master() -> str | None:
     return SparkConf().get("spark.master", None)
 
 
-def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check"):
-    """Return this process's SparkSession, creating it on first use."""
+def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", java_options: str | None = None):
+    """Return this process's SparkSession, creating it on first use.
+
+    java_options: the driver JVM's options when this call starts it (default: map the class-data archive of
+    checkers.spark_cds, if there is one). They go in spark.driver.defaultJavaOptions, so a user's
+    spark.driver.extraJavaOptions still applies after them.
+    """
     from pyspark.sql import SparkSession
+
+    from kafka_chaos.checkers import spark_cds
 
     resolved = resolve_master(master)
     active = SparkSession.getActiveSession()
@@ -114,6 +121,9 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check"):
     builder = SparkSession.builder.appName(app_name)
     for key, value in session_config(local, loopback, submitted).items():
         builder = builder.config(key, value)
+    options = None if submitted else java_options or spark_cds.driver_java_options()
+    if options:
+        builder = builder.config("spark.driver.defaultJavaOptions", options)
     if resolved is not None:
         builder = builder.master(resolved)
     spark = builder.getOrCreate()

@@ -1,0 +1,107 @@
+"""A class-data-sharing archive of the classes Spark's driver loads, so a cold check's JVM maps them from one file
+instead of finding, parsing, verifying and linking them one by one from 280 jars.
+
+A `kafka-chaos check` is one process with one JVM: before this archive, ~13 s went from the JVM's launch to the
+end of a first trivial job, ~4.5 s less with it (README, "Checker speed"). The archive is the JVM's own dynamic
+archive (JEP 350, JDK 13+): a training session (`python -m kafka_chaos.checkers.spark_cds`, run by
+scripts/setup.sh) runs the anomaly pass on a small synthetic history with -XX:ArchiveClassesAtExit, and its JVM
+writes the classes it loaded when it exits (tens of seconds of CPU, which is why a check never does it on its own).
+
+Its name is a digest of the Java runtime and of Spark's jars (names, sizes, times): another JDK or pyspark needs
+another archive, and gets none until the training runs again. A JVM that cannot map the one it is given (a
+mismatch the digest missed, a damaged file) starts as it would without it (-Xshare:auto, the default); the JVM's
+CDS logging is off, so nothing of this reaches the output either way.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from kafka_chaos.base.paths import cache_dir
+
+DISABLE_ENV = "KAFKA_CHAOS_SPARK_CDS"       # "0": start the driver's JVM without the archive
+QUIET = "-Xlog:cds=off,cds+dynamic=off"     # the JVM's CDS warnings (signed jars skipped, ...) stay off stdout
+TRAINING_SENDS = 20_000
+
+
+def _spark_jars() -> Path:
+    import pyspark
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _java() -> Path | None:
+    """The java spark-submit runs: JAVA_HOME's, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / "java" if home else (Path(p) if (p := shutil.which("java")) else None)
+    return found.resolve() if found and found.exists() else None
+
+
+def archive_path() -> Path | None:
+    """Where this Java runtime's and Spark's archive lives (it may not exist yet); None without a java."""
+    java = _java()
+    if java is None:
+        return None
+    digest = hashlib.sha256()
+    runtime = java.parent.parent
+    for part in (java, *sorted((runtime / "lib").glob("**/libjvm.so")), runtime / "release"):
+        if part.exists():
+            st = part.stat()
+            digest.update(f"{part}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    jars = _spark_jars()
+    for jar in sorted(jars.glob("*.jar")):
+        st = jar.stat()
+        digest.update(f"{jar}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return cache_dir() / "spark-cds" / f"driver-{digest.hexdigest()[:20]}.jsa"
+
+
+def driver_java_options() -> str | None:
+    """The driver JVM's options that map the archive, or None (no archive yet, no java, or turned off)."""
+    if os.environ.get(DISABLE_ENV) == "0":
+        return None
+    path = archive_path()
+    if path is None or not path.is_file():
+        return None
+    return f"-XX:SharedArchiveFile={path} {QUIET}"
+
+
+def train(sends: int = TRAINING_SENDS) -> Path | None:
+    """Write the archive if it is missing: a session runs the anomaly pass on a synthetic history, its JVM exits and
+    dumps what it loaded to a temporary name, renamed into place once the JVM is gone. Returns the archive."""
+    target = archive_path()
+    if target is None:
+        print("spark-cds: no java found (JAVA_HOME or PATH): nothing to archive", file=sys.stderr)
+        return None
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.stem}.{os.getpid()}.partial")
+    from pyspark import SparkContext
+
+    from kafka_chaos.checkers.anomalies import find_anomalies_spark
+    from kafka_chaos.checkers.spark import get_spark
+    from kafka_chaos.history.synthetic import write_synthetic_run
+
+    with tempfile.TemporaryDirectory(prefix="kc-spark-cds-") as tmp:
+        run = Path(tmp) / "run"
+        write_synthetic_run(run, sends=sends, partitions=3, seed=0, faults=True)
+        spark = get_spark(java_options=f"-XX:ArchiveClassesAtExit={partial} {QUIET}")
+        find_anomalies_spark(spark, {"training": run})
+        spark.stop()
+        proc = SparkContext._gateway.proc          # the JVM dumps the archive as it exits: wait for it
+        SparkContext._gateway.shutdown()
+        proc.stdin.close()
+        proc.wait()
+    if not partial.is_file() or partial.stat().st_size == 0:
+        print(f"spark-cds: the JVM wrote no archive to {partial}", file=sys.stderr)
+        return None
+    os.replace(partial, target)
+    return target
+
+
+if __name__ == "__main__":
+    made = train()
+    print(f"spark-cds: {made}" if made else "spark-cds: no archive (the checks run as well without one)")

@@ -1,0 +1,79 @@
+"""The driver's class-data archive (checkers/spark_cds.py): named after the Java runtime and Spark's jars, used only
+when it exists, and really mapped by a check's JVM."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kafka_chaos.checkers import spark_cds
+
+
+@pytest.fixture
+def fake_runtime(tmp_path, monkeypatch):
+    """A java and a jars folder of our own, and a cache of our own."""
+    java = tmp_path / "jdk/bin/java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    (tmp_path / "jdk/lib/server").mkdir(parents=True)
+    (tmp_path / "jdk/lib/server/libjvm.so").write_bytes(b"jvm")
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"core")
+    monkeypatch.setattr(spark_cds, "_java", lambda: java)
+    monkeypatch.setattr(spark_cds, "_spark_jars", lambda: jars)
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(spark_cds.DISABLE_ENV, raising=False)
+    return java, jars
+
+
+def test_no_archive_means_no_option(fake_runtime):
+    assert not spark_cds.archive_path().exists()
+    assert spark_cds.driver_java_options() is None
+
+
+def test_an_archive_in_place_is_mapped_quietly_unless_turned_off(fake_runtime, monkeypatch):
+    path = spark_cds.archive_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    assert spark_cds.driver_java_options() == f"-XX:SharedArchiveFile={path} -Xlog:cds=off,cds+dynamic=off"
+    monkeypatch.setenv(spark_cds.DISABLE_ENV, "0")
+    assert spark_cds.driver_java_options() is None
+
+
+def test_another_jar_set_or_jvm_needs_another_archive(fake_runtime):
+    java, jars = fake_runtime
+    first = spark_cds.archive_path()
+    (jars / "spark-sql.jar").write_bytes(b"sql")
+    second = spark_cds.archive_path()
+    (java.parent.parent / "lib/server/libjvm.so").write_bytes(b"another jvm build")
+    third = spark_cds.archive_path()
+    assert len({first, second, third}) == 3 and first.parent == second.parent == third.parent
+
+
+def test_without_java_there_is_no_archive(monkeypatch):
+    monkeypatch.setattr(spark_cds, "_java", lambda: None)
+    assert spark_cds.archive_path() is None and spark_cds.driver_java_options() is None
+
+
+@pytest.mark.spark
+def test_a_checks_jvm_maps_the_trained_archive_and_prints_nothing_of_it():
+    """Trains the archive if set-up has not (about 45 s), then starts a session in a fresh process the way a check
+    does and reads the JVM's memory map."""
+    archive = spark_cds.train()
+    assert archive is not None and archive.stat().st_size > 10 * 2**20
+    probe = textwrap.dedent("""
+        from pyspark import SparkContext
+        from kafka_chaos.checkers.spark import get_spark
+        spark = get_spark()
+        assert spark.range(10).count() == 10
+        print("MAPS", SparkContext._gateway.proc.pid, open(f"/proc/{SparkContext._gateway.proc.pid}/maps").read()
+              .count(%r))
+    """ % str(archive))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    mapped = int(out.stdout.split("MAPS", 1)[1].split()[1])
+    assert mapped > 0, "the JVM did not map the archive"
+    assert "[cds" not in out.stdout + out.stderr
