@@ -27,6 +27,7 @@ ACKS = ACKS_LEVELS                         # acks code: the index; anything else
 OK, FAIL, INFO = 0, 1, 2
 ACKED_CODES = tuple(ACKS.index(a) for a in ACKED)   # acks codes of "1" and "all"
 ARROW_TYPES = {"int": pa.int32(), "long": pa.int64(), "string": pa.string()}   # small_frame's column types
+ISLAND_TASKS = 8                           # islands: tasks of the window over the spans (see islands)
 CANDIDATE_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "failed_read", "recovered",
                    "offset_mismatch", "nonmonotonic_send", "divergent")
 
@@ -74,6 +75,9 @@ def islands(spans: DataFrame, gap_ns: int, keys: tuple[str, ...] = ("run", "part
     """(*keys, first, last) spans merged where one starts within gap_ns of the furthest end before it:
     the availability finder needs where acks or pending sends stop, not every bucket (a 10M-send run has a
     million), so only the islands cross to Python. Same as checkers.availability.islands."""
+    # A fixed number of partitions, which adaptive execution leaves alone: coalesced by size, the few MB of spans
+    # became one task that ran alone at the end of the 10M check for ~5 s while the other core idled.
+    spans = spans.repartition(ISLAND_TASKS, *keys)
     w = Window.partitionBy(*keys).orderBy("first", "last")
     before = F.max("last").over(w.rowsBetween(Window.unboundedPreceding, -1))
     new = F.when(before.isNull() | (F.col("first") - gap_ns > before), 1).otherwise(0)   # no overflow at NEVER
