@@ -1,5 +1,5 @@
 """The driver's class-data archive (checkers/spark_cds.py): named after the Java runtime and Spark's jars, used only
-when it exists, and really mapped by a check's JVM."""
+when it exists, and really mapped by a check's JVM, which also gets the check's JIT thresholds."""
 import os
 import subprocess
 import sys
@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from kafka_chaos.checkers import spark_cds
+from kafka_chaos.checkers.spark import JIT_OPTIONS
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_without_java_there_is_no_archive(monkeypatch):
 
 
 @pytest.mark.spark
-def test_a_checks_jvm_maps_the_trained_archive_and_prints_nothing_of_it():
+def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thresholds():
     """Trains the archive if set-up has not (about 45 s), then starts a session in a fresh process the way a check
     does and reads the JVM's memory map."""
     archive = spark_cds.train()
@@ -68,8 +69,9 @@ def test_a_checks_jvm_maps_the_trained_archive_and_prints_nothing_of_it():
         from kafka_chaos.checkers.spark import get_spark
         spark = get_spark()
         assert spark.range(10).count() == 10
-        print("MAPS", SparkContext._gateway.proc.pid, open(f"/proc/{SparkContext._gateway.proc.pid}/maps").read()
-              .count(%r))
+        pid = SparkContext._gateway.proc.pid
+        print("MAPS", pid, open(f"/proc/{pid}/maps").read().count(%r))
+        print("CMDLINE", open(f"/proc/{pid}/cmdline").read().replace(chr(0), " "))
     """ % str(archive))
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV)}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
@@ -77,3 +79,5 @@ def test_a_checks_jvm_maps_the_trained_archive_and_prints_nothing_of_it():
     mapped = int(out.stdout.split("MAPS", 1)[1].split()[1])
     assert mapped > 0, "the JVM did not map the archive"
     assert "[cds" not in out.stdout + out.stderr
+    cmdline = out.stdout.split("CMDLINE", 1)[1]
+    assert JIT_OPTIONS in cmdline, "the driver JVM runs without the check's JIT thresholds"
