@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from kafka_chaos.base.paths import cache_dir
@@ -26,6 +27,7 @@ from kafka_chaos.base.paths import cache_dir
 DISABLE_ENV = "KAFKA_CHAOS_SPARK_CDS"       # "0": start the driver's JVM without the archive
 QUIET = "-Xlog:cds=off,cds+dynamic=off"     # the JVM's CDS warnings (signed jars skipped, ...) stay off stdout
 TRAINING_SENDS = 20_000
+KEEP = 4                                    # archives kept in the cache (one per checkout's venv and JDK, ~180 MB)
 
 
 def _spark_jars() -> Path:
@@ -99,7 +101,18 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
         print(f"spark-cds: the JVM wrote no archive to {partial}", file=sys.stderr)
         return None
     os.replace(partial, target)
+    prune(target.parent)
     return target
+
+
+def prune(folder: Path, keep: int = KEEP) -> list[Path]:
+    """Remove all but the `keep` newest archives (each fresh clone's venv needs its own), and partial ones a training
+    left behind over an hour ago; returns what was removed."""
+    archives = sorted(folder.glob("driver-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    stale = [p for p in folder.glob("driver-*.partial") if p.stat().st_mtime < time.time() - 3600]
+    for path in archives[keep:] + stale:
+        path.unlink(missing_ok=True)
+    return archives[keep:] + stale
 
 
 if __name__ == "__main__":

@@ -58,6 +58,18 @@ def test_without_java_there_is_no_archive(monkeypatch):
     assert spark_cds.archive_path() is None and spark_cds.driver_java_options() is None
 
 
+def test_the_cache_keeps_the_newest_archives_and_drops_abandoned_partial_ones(tmp_path):
+    for i in range(6):
+        (tmp_path / f"driver-{i}.jsa").write_bytes(b"a")
+        os.utime(tmp_path / f"driver-{i}.jsa", (1000 + i, 1000 + i))
+    (tmp_path / "driver-x.123.partial").write_bytes(b"p")
+    os.utime(tmp_path / "driver-x.123.partial", (1000, 1000))
+    (tmp_path / "driver-y.456.partial").write_bytes(b"p")          # a training writing now
+    spark_cds.prune(tmp_path, keep=4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["driver-2.jsa", "driver-3.jsa", "driver-4.jsa",
+                                                          "driver-5.jsa", "driver-y.456.partial"]
+
+
 @pytest.mark.spark
 def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thresholds():
     """Trains the archive if set-up has not (about 45 s), then starts a session in a fresh process the way a check
