@@ -79,9 +79,13 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
         return None
     if target.is_file():
         return target
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:     # its JVM would neither dump nor be ours to stop
+        raise RuntimeError("spark_cds.train() needs a process without a Spark JVM: run python -m "
+                           "kafka_chaos.checkers.spark_cds")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial")
-    from pyspark import SparkContext
 
     from kafka_chaos.checkers.anomalies import find_anomalies_spark
     from kafka_chaos.checkers.spark import get_spark

@@ -74,8 +74,12 @@ def test_the_cache_keeps_the_newest_archives_and_drops_abandoned_partial_ones(tm
 def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thresholds():
     """Trains the archive if set-up has not (about 45 s), then starts a session in a fresh process the way a check
     does and reads the JVM's memory map."""
-    archive = spark_cds.train()
-    assert archive is not None and archive.stat().st_size > 10 * 2**20
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV)}
+    trained = subprocess.run([sys.executable, "-m", "kafka_chaos.checkers.spark_cds"], capture_output=True,
+                             text=True, timeout=600, env=env)     # its own process: this one may run a session
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    archive = spark_cds.archive_path()
+    assert archive.is_file() and archive.stat().st_size > 10 * 2**20, trained.stdout + trained.stderr[-2000:]
     probe = textwrap.dedent("""
         from pyspark import SparkContext
         from kafka_chaos.checkers.spark import get_spark
@@ -85,7 +89,6 @@ def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thr
         print("MAPS", pid, open(f"/proc/{pid}/maps").read().count(%r))
         print("CMDLINE", open(f"/proc/{pid}/cmdline").read().replace(chr(0), " "))
     """ % str(archive))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV)}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     mapped = int(out.stdout.split("MAPS", 1)[1].split()[1])
