@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 MASTER_ENV = "KAFKA_CHAOS_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "KAFKA_CHAOS_SPARK_DRIVER_MEMORY"
+JIT_ENV = "KAFKA_CHAOS_SPARK_JIT"                   # "0": HotSpot's default JIT thresholds (see JIT_OPTIONS)
 EVENT_LOG_ENV = "KAFKA_CHAOS_SPARK_EVENT_LOG"       # a directory: write Spark's event log there (profiling)
 DEFAULT_DRIVER_MEMORY = "8g"
 LOCAL_MASTER = "local[*]"
@@ -127,8 +128,8 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", ja
     builder = SparkSession.builder.appName(app_name)
     for key, value in session_config(local, loopback, submitted).items():
         builder = builder.config(key, value)
-    options = None if submitted else java_options or " ".join(filter(None, (JIT_OPTIONS,
-                                                                            spark_cds.driver_java_options())))
+    jit = JIT_OPTIONS if os.environ.get(JIT_ENV) != "0" else None
+    options = None if submitted else java_options or " ".join(filter(None, (jit, spark_cds.driver_java_options())))
     if options:
         builder = builder.config("spark.driver.defaultJavaOptions", options)
     if resolved is not None:
