@@ -2,7 +2,7 @@
 instead of finding, parsing, verifying and linking them one by one from 280 jars.
 
 A `kafka-chaos check` is one process with one JVM: before this archive, ~13 s went from the JVM's launch to the
-end of a first trivial job, ~4.5 s less with it (README, "Checker speed"). The archive is the JVM's own dynamic
+end of a first trivial job, ~4.5 s less with it (README, "Measured figures"). The archive is the JVM's own dynamic
 archive (JEP 350, JDK 13+): a training session (`python -m kafka_chaos.checkers.spark_cds`, run by
 scripts/setup.sh) runs the anomaly pass on a small synthetic history with -XX:ArchiveClassesAtExit, and its JVM
 writes the classes it loaded when it exits (tens of seconds of CPU, which is why a check never does it on its own).
