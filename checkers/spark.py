@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +34,11 @@ POOLS_FILE = Path(__file__).with_name("spark_pools.xml")     # the fair schedule
 # "Measured figures": C2 15-16 CPU-s, the pass 4-36% shorter than with the defaults in the same round).
 JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4CompileThreshold=450000 "
                "-XX:Tier4BackEdgeThreshold=1200000")
+# The check is a batch job: the throughput collector suits it better than G1, whose write barriers and concurrent
+# threads cost the tasks CPU (10M check, alternating: anomaly pass 33.5-36.1 s with G1, 31.8-33.6 s with this; README).
+GC_ENV = "KAFKA_CHAOS_SPARK_GC"                     # "0": the JVM's default collector
+GC_OPTIONS = "-XX:+UseParallelGC"
+USER_GC = re.compile(r"-XX:\+Use\w*GC\b")        # a collector the user chose: two would stop the JVM from starting
 
 
 def resolve_master(explicit: str | None = None) -> str | None:
@@ -99,16 +105,37 @@ def submitted_master() -> str | None:
     return SparkConf().get("spark.master", None)
 
 
+def user_chose_gc(environ=os.environ) -> bool:
+    """Whether the user already picks the driver JVM's collector (JVM option variables, PYSPARK_SUBMIT_ARGS or
+    spark-defaults.conf): then GC_OPTIONS stays out, since HotSpot refuses to start with two collectors."""
+    texts = [environ.get(k, "") for k in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+                                          "PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_OPTS")]
+    for conf_dir in filter(None, (environ.get("SPARK_CONF_DIR"),
+                                  environ.get("SPARK_HOME") and str(Path(environ["SPARK_HOME"]) / "conf"))):
+        defaults = Path(conf_dir) / "spark-defaults.conf"
+        if defaults.is_file():
+            texts.append(defaults.read_text(errors="replace"))
+    return any(USER_GC.search(t) for t in texts)
+
+
+def default_java_options() -> str:
+    """Our driver JVM's options: JIT_OPTIONS and GC_OPTIONS unless switched off or already chosen by the user, and
+    the class-data archive of checkers.spark_cds if there is one."""
+    from kafka_chaos.checkers import spark_cds
+
+    jit = JIT_OPTIONS if os.environ.get(JIT_ENV) != "0" else None
+    gc = GC_OPTIONS if os.environ.get(GC_ENV) != "0" and not user_chose_gc() else None
+    return " ".join(filter(None, (jit, gc, spark_cds.driver_java_options())))
+
+
 def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", java_options: str | None = None):
     """Return this process's SparkSession, creating it on first use.
 
-    java_options: the driver JVM's options when this call starts it (default: JIT_OPTIONS, and the class-data
-    archive of checkers.spark_cds if there is one). They go in spark.driver.defaultJavaOptions, so a user's
-    spark.driver.extraJavaOptions still applies after them. Executors of a cluster are long-lived: left alone.
+    java_options: the driver JVM's options when this call starts it (default: `default_java_options`). They go in
+    spark.driver.defaultJavaOptions, so a user's spark.driver.extraJavaOptions still applies after them. Executors
+    of a cluster are long-lived: left alone.
     """
     from pyspark.sql import SparkSession
-
-    from kafka_chaos.checkers import spark_cds
 
     resolved = resolve_master(master)
     active = SparkSession.getActiveSession()
@@ -128,8 +155,7 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", ja
     builder = SparkSession.builder.appName(app_name)
     for key, value in session_config(local, loopback, submitted).items():
         builder = builder.config(key, value)
-    jit = JIT_OPTIONS if os.environ.get(JIT_ENV) != "0" else None
-    options = None if submitted else java_options or " ".join(filter(None, (jit, spark_cds.driver_java_options())))
+    options = None if submitted else java_options or default_java_options()
     if options:
         builder = builder.config("spark.driver.defaultJavaOptions", options)
     if resolved is not None:

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from kafka_chaos.checkers import spark_cds
-from kafka_chaos.checkers.spark import JIT_OPTIONS
+from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS
 
 
 @pytest.fixture
@@ -71,10 +71,11 @@ def test_the_cache_keeps_the_newest_archives_and_drops_abandoned_partial_ones(tm
 
 
 @pytest.mark.spark
-def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thresholds():
+def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thresholds_and_collector():
     """Trains the archive if set-up has not (about 45 s), then starts a session in a fresh process the way a check
     does and reads the JVM's memory map."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV)}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV,
+                                                            "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")}
     trained = subprocess.run([sys.executable, "-m", "kafka_chaos.checkers.spark_cds"], capture_output=True,
                              text=True, timeout=600, env=env)     # its own process: this one may run a session
     assert trained.returncode == 0, trained.stderr[-2000:]
@@ -96,3 +97,4 @@ def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thr
     assert "[cds" not in out.stdout + out.stderr
     cmdline = out.stdout.split("CMDLINE", 1)[1]
     assert JIT_OPTIONS in cmdline, "the driver JVM runs without the check's JIT thresholds"
+    assert GC_OPTIONS in cmdline, "the driver JVM runs without the check's collector"

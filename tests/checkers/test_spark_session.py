@@ -38,3 +38,25 @@ def test_the_driver_listens_on_loopback_only_when_every_executor_is_on_this_mach
 
 def test_under_spark_submit_its_driver_memory_stands():
     assert "spark.driver.memory" not in session_config(local=False, loopback=False, submitted=True)
+
+
+def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_switched_it_off(monkeypatch, tmp_path):
+    from kafka_chaos.checkers import spark, spark_cds
+
+    for var in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_OPTS",
+                "SPARK_HOME", spark.GC_ENV, spark.JIT_ENV):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv(spark_cds.DISABLE_ENV, "0")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert spark.default_java_options() == f"{spark.JIT_OPTIONS} {spark.GC_OPTIONS}"
+
+    (tmp_path / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Xss4m -XX:+UseG1GC\n")
+    assert spark.GC_OPTIONS not in spark.default_java_options()       # two collectors: HotSpot would not start
+    (tmp_path / "spark-defaults.conf").unlink()
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseZGC")
+    assert spark.GC_OPTIONS not in spark.default_java_options()
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseGCOverheadLimit")     # a GC option, not a collector
+    assert spark.GC_OPTIONS in spark.default_java_options()
+    monkeypatch.setenv(spark.GC_ENV, "0")
+    monkeypatch.setenv(spark.JIT_ENV, "0")
+    assert spark.default_java_options() == ""
