@@ -60,7 +60,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     with ThreadPoolExecutor(max_workers=8) as pool:
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends", CRITICAL)
-        send_summary = pool.submit(to_pandas, q.sends_summary(sends), "sends summary", CRITICAL)
+        send_summary = pool.submit(_sends_summary, sends)
         avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads)
@@ -138,6 +138,16 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
     return found, per_value, amb_positions, doubles, (s_src, r_src)
 
 
+def _sends_summary(sends: DataFrame) -> pd.DataFrame:
+    """(run, outcome, acks, idempotent, count), outcome and acks as strings. A code outside the names the history
+    format defines sends it back to grouping the strings, so nothing is misnamed."""
+    codes = to_pandas(q.sends_summary(sends), "sends summary", CRITICAL)
+    if ((codes["outcome"] == len(q.OUTCOMES)) | (codes["acks"] == len(q.ACKS))).any():
+        return to_pandas(q.sends_summary_by_name(sends), "sends summary by name", CRITICAL)
+    return codes.assign(outcome=[q.OUTCOMES[int(c)] for c in codes["outcome"]],
+                        acks=[q.ACKS[int(c)] for c in codes["acks"]])
+
+
 def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach_windows) -> pd.DataFrame:
     """(run, op_id) of the min_isr_breach sends, once the model's windows are known."""
     by_run = breach_windows.result() if isinstance(breach_windows, Future) else breach_windows or {}
@@ -207,10 +217,10 @@ def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
     gaps = gaps[gaps["gap"].isin(skipping)]
     if not len(gaps):
         return pd.DataFrame()
-    keys = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["consumer"], gaps["seq"].astype(int))),
-                         "run int, consumer string, seq long")
+    keys = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["stream"].astype(int),
+                                         gaps["seq"].astype(int))), "run int, stream long, seq long")
     landed = to_pandas(q.reads_at(reads, keys), "poll gaps: landing reads").rename(columns={"t_ns": "t_read_ns"})
-    rows = gaps.merge(landed, on=["run", "consumer", "seq"])
+    rows = gaps.merge(landed, on=["run", "stream", "seq"]).drop(columns=["stream", "gap"])
     return instance_rows([rows.assign(kind="poll_skip")])
 
 

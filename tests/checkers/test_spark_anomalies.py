@@ -119,3 +119,17 @@ def test_too_many_candidate_positions_fall_back_to_grouping_every_read(spark, tm
     r = read_table(run / "history/reads.parquet", READS_SCHEMA)
     pd.testing.assert_frame_equal(got, find_anomalies(s, r))
     assert int((got["kind"] == "divergent").sum()) == 3
+
+
+def test_the_sends_summary_names_acks_and_outcomes_the_history_format_does_not_define(spark, tmp_path):
+    """The summary groups by integer codes; a value outside the known names must still come back as itself."""
+    sends = [send("a", offset=0), send("b", offset=1, acks="1"), send("c", offset=2, acks="-1"),
+             send("d", outcome="lost-in-space", acks="0", offset=-1)]
+    reads = [read("a", offset=0), read("b", offset=1), read("c", offset=2)]
+    runs = {"odd": write_run(tmp_path / "odd", [dict(s) for s in sends], [dict(r) for r in reads]),
+            "plain": write_run(tmp_path / "plain", [dict(s) for s in sends[:2]], [dict(r) for r in reads[:2]])}
+    findings = find_anomalies_spark(spark, runs)
+    assert findings.acks == {"odd": ("-1", "0", "1", "all"), "plain": ("1", "all")}
+    for run_id, n in (("odd", 4), ("plain", 2)):
+        s, r = frames([dict(x) for x in sends[:n]], [dict(x) for x in reads[:n - 1 if n == 4 else n]])
+        assert findings.counts[run_id] == count(s, r)
