@@ -18,22 +18,18 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.checkers.spark_queries import ACKED_CODES, CANDIDATE_KINDS, FAIL, INFO, OK
+from kafka_chaos.checkers.spark_queries import (
+    ACKED_CODES,
+    CANDIDATE_KINDS,
+    FAIL,
+    INFO,
+    OK,
+    offset_of,
+    partition_of,
+    pos,
+)
 
-POS_SHIFT = 1 << 40          # offsets below 2^40 (a trillion), partitions below 2^23: no overflow
 HUB_FLAGS = ("k_ambiguous", "k_stray")
-
-
-def _pos(p, o):
-    return p.cast("long") * F.lit(POS_SHIFT) + o
-
-
-def _partition_of(pos):
-    return F.floor(pos / F.lit(POS_SHIFT)).cast("int")
-
-
-def _offset_of(pos):
-    return pos % F.lit(POS_SHIFT)
 
 
 def value_summary(events: DataFrame) -> DataFrame:
@@ -41,18 +37,18 @@ def value_summary(events: DataFrame) -> DataFrame:
     of its reads. One hash aggregation, numeric buffers only; the events' (run, value) partitioning satisfies it."""
     is_read, is_send = F.col("code") <= 0, F.col("code") > 0
     live, final = F.col("code") == 0, F.col("code") == -1
-    pos = _pos(F.col("p"), F.col("o"))
+    read_pos = pos(F.col("p"), F.col("o"))
     return events.groupBy("run", "value").agg(
         F.max("code").alias("code"),
         F.max(F.when(is_send, F.col("x"))).alias("op_id"),
         F.max(F.when(is_send, F.col("p"))).alias("s_p"),
         F.max(F.when(is_send, F.col("o"))).alias("s_o"),
         F.sum(is_read.cast("long")).alias("n_reads"),
-        F.min(F.when(is_read, pos)).alias("r_min"), F.max(F.when(is_read, pos)).alias("r_max"),
+        F.min(F.when(is_read, read_pos)).alias("r_min"), F.max(F.when(is_read, read_pos)).alias("r_max"),
         F.min(F.when(is_read, F.col("x"))).alias("t_read"),
         F.min(F.when(final, F.col("p"))).alias("f_min"), F.max(F.when(final, F.col("p"))).alias("f_max"),
         F.min(F.when(live, F.col("p"))).alias("l_min"), F.max(F.when(live, F.col("p"))).alias("l_max"),
-        F.min(F.when(live, pos)).alias("l_pos"))
+        F.min(F.when(live, read_pos)).alias("l_pos"))
 
 
 def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
@@ -67,7 +63,7 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     outcome = F.when(sent, F.floor((F.col("code") - 1) / 4))
     acks = F.when(sent, (F.col("code") - 1) % 4)
     ok = sent & (outcome == OK)
-    s_pos = F.when(F.col("s_o") >= 0, _pos(F.col("s_p"), F.col("s_o")))
+    s_pos = F.when(F.col("s_o") >= 0, pos(F.col("s_p"), F.col("s_o")))
     at_acked = F.coalesce(F.col("r_min") == s_pos, F.lit(False))
     after_read = F.col("l_min").isNotNull() & F.coalesce(F.col("f_min") != F.col("l_min"), F.lit(True))
     flagged = s.join(F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))), ["run", "op_id"],
@@ -89,9 +85,9 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     flags = [F.coalesce(kinds[k], F.lit(False)).alias(f"k_{k}") for k in CANDIDATE_KINDS]
     out = flagged.select(
         "run", "value", "op_id", read.cast("long").alias("n"),
-        _partition_of(F.col("r_min")).alias("partition"), _offset_of(F.col("r_min")).alias("offset"), "t_read",
+        partition_of(F.col("r_min")).alias("partition"), offset_of(F.col("r_min")).alias("offset"), "t_read",
         F.when(after_read, F.col("l_min")).alias("lar_p"),
-        F.when(after_read, _offset_of(F.col("l_pos"))).alias("lar_o"),
+        F.when(after_read, offset_of(F.col("l_pos"))).alias("lar_o"),
         *flags, ambiguous.alias("k_ambiguous"), F.coalesce(stray, F.lit(False)).alias("k_stray"))
     return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
 

@@ -108,13 +108,34 @@ def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
     """(run, op_id, partition, offset) of ok sends acked at a lower offset than the previous send of their series."""
     # A window sorts by its partition keys first, and only the first sort key has a fast prefix: one 64-bit hash
     # of the series (a few dozen per run; two colliding, p ~ 2^-50, would be read as one) sorts several times
-    # faster than (run, process, producer, partition).
+    # faster than (run, process, producer, partition). Partition and offset ride as one long (`pos`; within a
+    # series the partition is fixed, so it orders as the offset): every field of a sorted row costs 8 bytes.
     ok = sends.where((F.col("outcome") == "ok") & (F.col("offset") >= 0)) \
         .select("run", F.xxhash64("run", "process", "producer", "partition").alias("series"), "t_invoke_ns",
-                "op_id", "partition", "offset")
+                "op_id", pos(F.coalesce("partition", F.lit(-1)), F.col("offset")).alias("pos"))   # -1: none given
     series = Window.partitionBy("series").orderBy("t_invoke_ns", "op_id")
-    return ok.withColumn("prev", F.lag("offset").over(series)).where(F.col("offset") < F.col("prev")) \
-        .select("run", "op_id", "partition", "offset")
+    return ok.withColumn("prev", F.lag("pos").over(series)).where(F.col("pos") < F.col("prev")) \
+        .select("run", "op_id", *_unpos("pos"))
+
+
+POS_SHIFT = 1 << 40          # offsets below 2^40 (a trillion), partitions below 2^23: no overflow
+
+
+def pos(partition, offset):
+    """(partition, offset) columns packed into one long that orders as the pair."""
+    return partition.cast("long") * F.lit(POS_SHIFT) + offset
+
+
+def partition_of(packed):
+    return F.floor(packed / F.lit(POS_SHIFT)).cast("int")
+
+
+def offset_of(packed):
+    return F.pmod(packed, F.lit(POS_SHIFT))
+
+
+def _unpos(name: str):
+    return partition_of(F.col(name)).alias("partition"), offset_of(F.col(name)).alias("offset")
 
 
 def value_events(sends: DataFrame, reads: DataFrame, partitions: int) -> DataFrame:
@@ -218,14 +239,14 @@ def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
 
 
 def poll_gaps(reads: DataFrame) -> DataFrame:
-    """Steps a -> b > a + 1 of a live consumer through a partition: (run, stream, partition, seq of b, a, b), stream
+    """Steps a -> b > a + 1 of a live consumer through a partition: (run, stream, seq of b, partition, a, b), stream
     a 64-bit hash of (run, consumer, partition). The consumer's name stays out of the sorted rows (it made them a
-    third wider): `reads_at` finds it by (run, stream, seq)."""
+    third wider; `reads_at` finds it by (run, stream, seq)), and partition and offset ride as one long (`pos`)."""
     live = reads.where(F.col("phase") == "live") \
-        .select("run", _stream(), "partition", "seq", "offset")
+        .select("run", _stream(), "seq", pos(F.col("partition"), F.col("offset")).alias("pos"))
     steps = Window.partitionBy("stream").orderBy("seq")     # one integer sort key first, as in nonmonotonic_sends
-    return live.withColumn("from_offset", F.lag("offset").over(steps)) \
-        .where(F.col("offset") > F.col("from_offset") + 1)
+    gaps = live.withColumn("from_pos", F.lag("pos").over(steps)).where(F.col("pos") > F.col("from_pos") + 1)
+    return gaps.select("run", "stream", "seq", *_unpos("pos"), offset_of(F.col("from_pos")).alias("from_offset"))
 
 
 def _stream():
