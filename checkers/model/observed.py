@@ -37,6 +37,8 @@ def _leader(x):
 def _members(x) -> set[int]:
     if x is None or (not hasattr(x, "__len__") and pd.isna(x)):
         return set()
+    if getattr(x, "dtype", None) is not None and x.dtype.kind in "iu":
+        return set(x.tolist())           # Python ints, without a call per element (a sample's ISR is an array)
     return {int(v) for v in x}
 
 
