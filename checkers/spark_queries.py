@@ -118,7 +118,8 @@ def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
         .select("run", "op_id", *_unpos("pos"))
 
 
-POS_SHIFT = 1 << 40          # offsets below 2^40 (a trillion), partitions below 2^23: no overflow
+POS_BITS = 40
+POS_SHIFT = 1 << POS_BITS    # offsets below 2^40 (a trillion), partitions below 2^23: no overflow
 
 
 def pos(partition, offset):
@@ -127,11 +128,13 @@ def pos(partition, offset):
 
 
 def partition_of(packed):
-    return F.floor(packed / F.lit(POS_SHIFT)).cast("int")
+    """Bit arithmetic, exact for every long (a division through a double would round above 2^53, i.e. from partition
+    8192 on), and floor-like for the -1 partition of `nonmonotonic_sends`."""
+    return F.shiftright(packed, POS_BITS).cast("int")
 
 
 def offset_of(packed):
-    return F.pmod(packed, F.lit(POS_SHIFT))
+    return packed.bitwiseAND(F.lit(POS_SHIFT - 1))
 
 
 def _unpos(name: str):

@@ -1,5 +1,6 @@
 """Which rows the per-value pass reads: unclean buckets become offset ranges a Parquet reader can skip row groups by."""
 import pandas as pd
+import pytest
 
 from kafka_chaos.checkers.spark_buckets import BUCKET, offset_ranges
 
@@ -21,3 +22,19 @@ def test_a_gap_another_partition_or_another_run_starts_a_new_range():
 def test_a_bucket_listed_twice_is_one_range_and_none_give_none():
     assert offset_ranges(buckets((2, 0, 0), (2, 0, 0))) == [(2, 0, 0, BUCKET - 1)]
     assert offset_ranges(buckets()) == []
+
+
+@pytest.mark.spark
+def test_a_packed_position_unpacks_exactly_at_every_partition_and_offset(spark):
+    """pos orders as (partition, offset) and unpacks exactly, the -1 'no partition' and offsets near 2^40 too
+    (a division through a double rounded partition 8192's last offsets into the next partition)."""
+    from pyspark.sql import functions as F
+
+    from kafka_chaos.checkers.spark_queries import offset_of, partition_of, pos
+
+    rows = [(p, o) for p in (-1, 0, 1, 8191, 8192, 2**23 - 1) for o in (0, 1, 2**35 + 1, 2**40 - 1)]
+    packed = spark.createDataFrame(rows, "p int, o long").select("p", "o", pos(F.col("p"), F.col("o")).alias("x"))
+    out = packed.select("p", "o", "x", partition_of(F.col("x")).alias("p2"), offset_of(F.col("x")).alias("o2")) \
+        .toPandas()
+    assert list(zip(out["p2"], out["o2"])) == rows
+    assert list(out.sort_values("x")[["p", "o"]].itertuples(index=False, name=None)) == sorted(rows)
