@@ -28,8 +28,9 @@ def register(sub) -> None:
                         "then print the table of verdicts (exit: the worst run's)")
     p.add_argument("--reuse-cluster", action="store_true",
                    help="use the running cluster (`kafka-chaos cluster up`), or start one that stays up")
-    p.add_argument("--keep-cluster", action="store_true", help="leave the run's cluster up at the end")
-    p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster")
+    p.add_argument("--keep-cluster", action="store_true",
+                   help="leave the run's cluster up at the end, named --name (remove it: kafka-chaos cluster down)")
+    p.add_argument("--name", default="kafka-chaos", help="cluster name for --reuse-cluster and --keep-cluster")
     add_workload_options(p)
     p.add_argument("--no-check", dest="check", action="store_false", help="skip the check and the report")
     add_cluster_options(p, chaos_cluster_config("run"))      # the same as `cluster up`'s

@@ -125,6 +125,10 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         if owned and not opts.keep_cluster:
             display.phase("down")
             cluster.down()
+        elif owned:
+            log.info("cluster %s kept up: reuse it with --reuse-cluster --name %s, remove it with "
+                     "`kafka-chaos cluster down --name %s`", cluster.config.name, cluster.config.name,
+                     cluster.config.name)
     return _judge(history.dir, opts, display)
 
 
@@ -176,9 +180,12 @@ def cluster_for(opts: RunOptions, display: LiveDisplay) -> tuple[KafkaCluster, b
                 raise
             log.info("no running cluster '%s' to reuse: starting one that stays up", opts.cluster_name)
     display.phase("cluster up")
-    cluster = KafkaCluster(opts.cluster_config(opts.cluster_name if opts.reuse_cluster else
+    # A cluster that is to outlive the run (--reuse-cluster, --keep-cluster) takes --name and no watchdog: with one,
+    # it would be removed once this process exits, and under a drawn name nobody could find it to reuse or remove.
+    outlives = opts.reuse_cluster or opts.keep_cluster
+    cluster = KafkaCluster(opts.cluster_config(opts.cluster_name if outlives else
                                                f"run{int(time.time() * 1000) % 10_000_000}"),
-                           persistent=opts.reuse_cluster)
+                           persistent=outlives)
     with display.setup_steps():             # jars and image, drawn when they have to be made
         cluster.up()
     return cluster, not opts.reuse_cluster
