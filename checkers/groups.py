@@ -47,6 +47,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 
+from kafka_chaos.checkers.instances import rows_frame
+
 GROUP_FILE = "history/group.parquet"
 FAULTS_FILE = "history/faults.parquet"
 GROUP_KINDS = ("commit_backwards", "group_skip", "reread_below_commit", "group_reread")
@@ -193,8 +195,8 @@ def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFra
                     "t_read_ns": int(r["t_ns"]), "t_complete_ns": None, "classification": "allowed",
                     "reason": what + "; allowed: at-least-once, the records after the last commit are delivered "
                                      "again after a rebalance"})
-    return pd.DataFrame(out, columns=["kind", "partition", "offset", "value", "t_read_ns", "t_complete_ns",
-                                      "classification", "reason"])
+    return rows_frame(out, ["kind", "partition", "offset", "value", "t_read_ns", "t_complete_ns", "classification",
+                            "reason"])
 
 
 def _instance(kind, r, model, what: str, rule: str, value=None, t_read=None, t_complete=None) -> dict:

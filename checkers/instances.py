@@ -42,5 +42,15 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
                            kind="stable").reset_index(drop=True)
 
 
+def rows_frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    """Judged rows built one dict at a time (consumer groups, transactions) as a frame whose integer columns are
+    nullable integers from the start (the rest as objects, as before). Built the plain way, a column of nanosecond
+    times with a None in it became float64: rounded to 256 ns, and written with pandas metadata asking readers for
+    a float dtype."""
+    ints = {c for c, t in INSTANCE_COLUMNS.items() if t.startswith("Int")}
+    return pd.DataFrame({c: pd.array([r.get(c) for r in rows], dtype=INSTANCE_COLUMNS[c]) if c in ints
+                         else pd.Series([r.get(c) for r in rows], dtype=object) for c in columns})
+
+
 def empty() -> pd.DataFrame:
     return normalise(pd.DataFrame(columns=list(INSTANCE_COLUMNS)))

@@ -32,6 +32,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from kafka_chaos.checkers.groups import destructive_cause
+from kafka_chaos.checkers.instances import rows_frame
 
 TXNS_FILE = "history/txns.parquet"
 
@@ -61,8 +62,8 @@ def find(txns: pd.DataFrame, final_values: set[str], partitions: int, incomplete
         out.append({"kind": "txn_incomplete", "partition": None, "offset": None, "value": f"{t.process}-{missing[0]}",
                     "producer": t.producer, "t_complete_ns": int(t.t_ns), "classification": cls,
                     "reason": what + why})
-    return pd.DataFrame(out, columns=["kind", "partition", "offset", "value", "producer", "t_complete_ns",
-                                      "classification", "reason"])
+    return rows_frame(out, ["kind", "partition", "offset", "value", "producer", "t_complete_ns", "classification",
+                            "reason"])
 
 
 def out_of_order(txns: pd.DataFrame, final: pd.DataFrame, incomplete=()) -> pd.DataFrame:
@@ -71,7 +72,7 @@ def out_of_order(txns: pd.DataFrame, final: pd.DataFrame, incomplete=()) -> pd.D
     committed = txns[txns["outcome"] == "committed"]
     cols = ["kind", "partition", "offset", "value", "producer", "t_complete_ns", "classification", "reason"]
     if committed.empty or final.empty:
-        return pd.DataFrame([], columns=cols)
+        return rows_frame([], cols)
     parts = final["value"].str.extract(r"^(\d+)-(\d+)$")
     r = final.assign(process=pd.to_numeric(parts[0]), seq=pd.to_numeric(parts[1])).dropna(subset=["process"])
     r = r[~r["partition"].isin(list(incomplete))]
@@ -102,4 +103,4 @@ def out_of_order(txns: pd.DataFrame, final: pd.DataFrame, incomplete=()) -> pd.D
                                   "this partition); a producer's writes to a partition are appended in the order "
                                   "sent, enforced per producer id and epoch by the leader's sequence check "
                                   "(ProducerAppendInfo.checkSequence)"})
-    return pd.DataFrame(out, columns=cols)
+    return rows_frame(out, cols)

@@ -217,8 +217,13 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
 
 
 def anomalies_table(judged: pd.DataFrame) -> pa.Table:
+    """anomalies.parquet's table. Integer columns go through pandas' nullable integers: a float dtype that reached
+    here (a concat of Int64 with float64 gives Float64) would be stored as such in the pandas metadata, and readers
+    would fail to cast nanosecond times back (beyond 2^53)."""
     cols = {f.name: judged[f.name] for f in ANOMALIES_SCHEMA}
-    frame = pd.DataFrame(cols).astype({"durability": object, "classification": object, "reason": object})
+    ints = {f.name: "Int32" if f.type == pa.int32() else "Int64" for f in ANOMALIES_SCHEMA
+            if pa.types.is_integer(f.type)}
+    frame = pd.DataFrame(cols).astype({"durability": object, "classification": object, "reason": object, **ints})
     return pa.Table.from_pandas(frame, schema=ANOMALIES_SCHEMA, preserve_index=False)
 
 

@@ -138,11 +138,18 @@ def _read_json(file: Path) -> dict:
         raise HarnessError(f"cannot read {file}: {e}", "re-run `kafka-chaos check` or fix the file by hand")
 
 
+_NULLABLE_INTS = {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype()}
+
+
 def _read_parquet(file: Path, columns: list[str] | None) -> pd.DataFrame:
     try:
         present = set(pq.read_schema(file).names)
         wanted = [c for c in columns if c in present] if columns else None
-        return pq.read_table(file, columns=wanted).to_pandas()
+        table = pq.read_table(file, columns=wanted)
+        try:
+            return table.to_pandas()
+        except pa.ArrowInvalid:     # anomalies.parquet of an older check: pandas metadata asking for Float64 times
+            return table.to_pandas(ignore_metadata=True, types_mapper=_NULLABLE_INTS.get)
     except OSError as e:
         raise HarnessError(f"cannot read {file}: {e}", "rebuild the history with `kafka-chaos history repair`")
 
