@@ -18,17 +18,13 @@ import time
 from pathlib import Path
 
 
-def jvm_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="the results directory to time")
     ap.add_argument("--warm", type=Path, nargs="*", default=[], help="results directories to run the pass on first")
     args = ap.parse_args()
+    from query_bench import jvm_cpu_s  # bench/ is on the path when this runs as a script
+
     from kafka_chaos.checkers.anomalies import find_anomalies_spark
     from kafka_chaos.checkers.spark import get_spark
 
