@@ -21,6 +21,7 @@ from docker.types import IPAMConfig, IPAMPool
 import docker
 from kafka_chaos.base.errors import EnvironmentProblem, UsageError
 from kafka_chaos.base.paths import DOCKER_CONTEXT
+from kafka_chaos.base.processes import pid_alive
 from kafka_chaos.base.waiting import WaitTimeout, wait_until
 from kafka_chaos.cluster import config as cfg
 from kafka_chaos.cluster import distribution, image, linkproxy, powerfs
@@ -37,16 +38,6 @@ LABEL_CLUSTER = "kafka-chaos.cluster"
 LABEL_OWNER = "kafka-chaos.owner-pid"
 LABEL_CONFIG = "kafka-chaos.config"
 SUBNET_POOL = ipaddress.ip_network("172.29.0.0/16")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 class KafkaCluster(ClusterMetadata):
@@ -379,11 +370,11 @@ def sweep_orphans(client: docker.DockerClient) -> int:
     runs = set()
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         owner = int(c.labels.get(LABEL_OWNER, "0") or 0)
-        if owner and not _pid_alive(owner):
+        if owner and not pid_alive(owner):
             runs.add(c.labels[LABEL_RUN])
     for n in client.networks.list(filters={"label": LABEL}):
         owner = int(n.attrs["Labels"].get(LABEL_OWNER, "0") or 0)
-        if owner and not _pid_alive(owner):
+        if owner and not pid_alive(owner):
             runs.add(n.attrs["Labels"][LABEL_RUN])
     for run in runs:
         log.info("removing leftovers of run %s (its process is gone)", run)

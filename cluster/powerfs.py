@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_chaos.base.errors import EnvironmentProblem
+from kafka_chaos.base.processes import pid_alive
 from kafka_chaos.base.waiting import wait_until
 from kafka_chaos.cluster.lazyfs import FSNAME
 
@@ -67,18 +68,10 @@ def check_host() -> None:
                                  "run scripts/setup.sh (it installs Debian's fuse3 and the mfusepy package)") from e
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
 def _is_lazyfs(pid: int, mnt: Path) -> bool:
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (FileNotFoundError, ProcessLookupError):
+    except OSError:                            # gone, or going while we read
         return False
     return b"kafka_chaos.cluster.lazyfs" in cmd and str(mnt).encode() in cmd
 
@@ -136,7 +129,7 @@ class PowerFS:
 
     def mounted(self) -> bool:
         pid = self._pid()
-        return str(self.mnt) in lazyfs_mounts() and pid is not None and _pid_alive(pid)
+        return str(self.mnt) in lazyfs_mounts() and pid is not None and pid_alive(pid)
 
     def mount(self, timeout: float = 30) -> "PowerFS":
         """Mount lazyfs over the disk directory (nothing if it is mounted and alive)."""
@@ -169,13 +162,18 @@ class PowerFS:
     def cut(self) -> None:
         """Power off the disk: kill -9 the lazyfs process (its unsynced pages are gone), detach the mount."""
         pid = self._pid()
-        if pid is not None and _pid_alive(pid) and _is_lazyfs(pid, self.mnt):
-            os.kill(pid, signal.SIGKILL)
+        ours = pid is not None and pid_alive(pid) and _is_lazyfs(pid, self.mnt)
+        if ours:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:         # it went by itself in between
+                pass
         if self._proc is not None:
             self._proc.wait(timeout=30)
             self._proc = None
-        elif pid is not None:
-            wait_until(lambda: not _pid_alive(pid), 30, f"lazyfs process {pid} did not die")
+        elif ours:                             # started by another PowerFS (another thread or process)
+            wait_until(lambda: not pid_alive(pid), 30, f"lazyfs process {pid} did not die")
+        (self.dir / "pid").unlink(missing_ok=True)   # a later cut must not chase this pid (it may be reused)
         _detach(self.mnt)
 
     def power_cycle(self) -> None:
@@ -231,7 +229,7 @@ def sweep_orphans(base: Path | None = None) -> int:
             owner = int((Path(base or root()) / r / "owner").read_text())
         except (FileNotFoundError, ValueError):
             owner = -1                         # half-made: no owner recorded
-        if owner == 0 or (owner > 0 and _pid_alive(owner)):
+        if owner == 0 or (owner > 0 and pid_alive(owner)):
             continue
         if owner < 0 and time.time() - (Path(base or root()) / r).stat().st_mtime < 120:
             continue                           # perhaps being made right now

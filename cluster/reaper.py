@@ -64,11 +64,13 @@ def main() -> None:
         if line.strip() == b"release":
             released = True
     if not released:
-        remove_labelled(label)
-        if label.startswith(f"{LABEL_RUN}="):
-            from kafka_chaos.cluster import powerfs
+        try:
+            remove_labelled(label)
+        finally:                                           # Docker gone too: the mounts must still go
+            if label.startswith(f"{LABEL_RUN}="):
+                from kafka_chaos.cluster import powerfs
 
-            powerfs.remove_run(label.split("=", 1)[1])     # the brokers' lazyfs mounts, after their containers
+                powerfs.remove_run(label.split("=", 1)[1])  # the brokers' lazyfs mounts, after their containers
 
 
 if __name__ == "__main__":

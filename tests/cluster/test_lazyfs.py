@@ -91,8 +91,11 @@ def test_a_power_cut_keeps_exactly_the_synced_bytes(tmp_path):
 
 
 @needs_fuse
-def test_the_reaper_removes_the_mounts_of_a_run_whose_process_was_killed(tmp_path):
-    """kill -9 of the owning process: the reaper (its stdin closes) kills lazyfs and detaches the mount."""
+@pytest.mark.parametrize("docker_host", [None, "unix:///nonexistent/docker.sock"], ids=["docker", "no-docker"])
+def test_the_reaper_removes_the_mounts_of_a_run_whose_process_was_killed(tmp_path, docker_host):
+    """kill -9 of the owning process: the reaper (its stdin closes) kills lazyfs and detaches the mount, also when
+    it cannot reach Docker to remove containers (the mounts were left behind then, on a machine whose dockerd
+    was not running)."""
     script = textwrap.dedent("""
         import sys, time
         from kafka_chaos.cluster import powerfs
@@ -103,7 +106,7 @@ def test_the_reaper_removes_the_mounts_of_a_run_whose_process_was_killed(tmp_pat
         print("mounted", flush=True)
         time.sleep(600)
     """)
-    env = os.environ | {"KAFKA_CHAOS_LAZYFS_ROOT": str(tmp_path)}
+    env = os.environ | {"KAFKA_CHAOS_LAZYFS_ROOT": str(tmp_path)} | ({"DOCKER_HOST": docker_host} if docker_host else {})
     owner = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
     mnt = tmp_path / "run-k" / "n1" / "mnt"
     try:
