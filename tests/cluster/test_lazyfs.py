@@ -106,7 +106,9 @@ def test_the_reaper_removes_the_mounts_of_a_run_whose_process_was_killed(tmp_pat
         print("mounted", flush=True)
         time.sleep(600)
     """)
-    env = os.environ | {"KAFKA_CHAOS_LAZYFS_ROOT": str(tmp_path)} | ({"DOCKER_HOST": docker_host} if docker_host else {})
+    env = os.environ | {"KAFKA_CHAOS_LAZYFS_ROOT": str(tmp_path)}
+    if docker_host:
+        env["DOCKER_HOST"] = docker_host
     owner = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
     mnt = tmp_path / "run-k" / "n1" / "mnt"
     try:
