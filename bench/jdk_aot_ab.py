@@ -21,20 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = """
-import sys, tempfile
-from pathlib import Path
-from pyspark import SparkContext
-from kafka_chaos.checkers.anomalies import find_anomalies_spark
-from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS, get_spark
-from kafka_chaos.history.synthetic import write_synthetic_run
-with tempfile.TemporaryDirectory() as tmp:
-    run = Path(tmp) / "run"
-    write_synthetic_run(run, sends=int(sys.argv[2]), partitions=3, seed=0, faults=True)
-    spark = get_spark(java_options=f"{JIT_OPTIONS} {GC_OPTIONS} -XX:AOTCacheOutput={sys.argv[1]} -Xlog:aot=off")
-    find_anomalies_spark(spark, {"training": run})
-    spark.stop()
-    proc = SparkContext._gateway.proc          # the JVM writes the cache as it exits
-    SparkContext._gateway.shutdown(); proc.stdin.close(); proc.wait()
+import sys
+from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS
+from kafka_chaos.checkers.spark_cds import training_jvm
+training_jvm(f"{JIT_OPTIONS} {GC_OPTIONS} -XX:AOTCacheOutput={sys.argv[1]} -Xlog:aot=off", int(sys.argv[2]))
 """
 
 
@@ -65,6 +55,7 @@ def main() -> int:
             sys.exit(f"{args.jdk} wrote no AOT cache (JDK 25 or newer needed)")
         print(f"trained {cache.stat().st_size >> 20} MB in {time.perf_counter() - t0:.1f} s", flush=True)
         other["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options '-XX:AOTCache={cache} -Xlog:aot=off' pyspark-shell"
+        other["KAFKA_CHAOS_SPARK_CDS"] = "0"     # the cache holds the classes; a JVM refuses a CDS archive beside it
         for i in range(1, args.rounds + 1):
             for name, env in (("default", dict(os.environ)), (f"{args.jdk.name}+aot", other)):
                 seconds, verdict = timed_check(args.run, env)

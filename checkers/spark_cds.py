@@ -87,6 +87,20 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial")
 
+    training_jvm(f"-XX:ArchiveClassesAtExit={partial} {QUIET}", sends)
+    if not partial.is_file() or partial.stat().st_size == 0:
+        print(f"spark-cds: the JVM wrote no archive to {partial}", file=sys.stderr)
+        return None
+    os.replace(partial, target)
+    prune(target.parent)
+    return target
+
+
+def training_jvm(java_options: str, sends: int = TRAINING_SENDS) -> None:
+    """Start Spark's JVM with `java_options`, run the anomaly pass on a synthetic history of `sends` sends, and wait
+    for the JVM to exit: what it writes at exit (a class-data archive, an AOT cache) is complete on return."""
+    from pyspark import SparkContext
+
     from kafka_chaos.checkers.anomalies import find_anomalies_spark
     from kafka_chaos.checkers.spark import get_spark
     from kafka_chaos.history.synthetic import write_synthetic_run
@@ -94,19 +108,13 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
     with tempfile.TemporaryDirectory(prefix="kc-spark-cds-") as tmp:
         run = Path(tmp) / "run"
         write_synthetic_run(run, sends=sends, partitions=3, seed=0, faults=True)
-        spark = get_spark(java_options=f"-XX:ArchiveClassesAtExit={partial} {QUIET}")
+        spark = get_spark(java_options=java_options)
         find_anomalies_spark(spark, {"training": run})
         spark.stop()
-        proc = SparkContext._gateway.proc          # the JVM dumps the archive as it exits: wait for it
+        proc = SparkContext._gateway.proc
         SparkContext._gateway.shutdown()
         proc.stdin.close()
         proc.wait()
-    if not partial.is_file() or partial.stat().st_size == 0:
-        print(f"spark-cds: the JVM wrote no archive to {partial}", file=sys.stderr)
-        return None
-    os.replace(partial, target)
-    prune(target.parent)
-    return target
 
 
 def prune(folder: Path, keep: int = KEEP) -> list[Path]:
