@@ -83,8 +83,10 @@ def islands(spans: DataFrame, gap_ns: int, keys: tuple[str, ...] = ("run", "part
     the availability finder needs where acks or pending sends stop, not every bucket (a 10M-send run has a
     million), so only the islands cross to Python. Same as checkers.availability.islands."""
     # A fixed number of partitions, which adaptive execution leaves alone: coalesced by size, the few MB of spans
-    # became one task that ran alone at the end of the 10M check for ~5 s while the other core idled.
-    spans = spans.repartition(ISLAND_TASKS, *keys)
+    # became one task that ran alone at the end of the 10M check for ~5 s while the other core idled. Keyed
+    # without `run`: in a one-run check it is a constant, which the window's keys drop, so a repartition on it
+    # did not satisfy the window and a third exchange (coalesced into one task again) was planned.
+    spans = spans.repartition(ISLAND_TASKS, *[k for k in keys if k != "run"])
     w = Window.partitionBy(*keys).orderBy("first", "last")
     before = F.max("last").over(w.rowsBetween(Window.unboundedPreceding, -1))
     new = F.when(before.isNull() | (F.col("first") - gap_ns > before), 1).otherwise(0)   # no overflow at NEVER

@@ -38,3 +38,30 @@ def test_a_packed_position_unpacks_exactly_at_every_partition_and_offset(spark):
         .toPandas()
     assert list(zip(out["p2"], out["o2"])) == rows
     assert list(out.sort_values("x")[["p", "o"]].itertuples(index=False, name=None)) == sorted(rows)
+
+
+def _exchanges(df) -> list[str]:
+    """The exchanges of the plan adaptive execution ran (run the query first), top down."""
+    plan = df._jdf.queryExecution().executedPlan().toString().split("== Initial Plan ==")[0]
+    return [line.strip() for line in plan.splitlines() if "Exchange " in line]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("runs", [1, 2])
+def test_the_availability_islands_window_runs_in_the_stage_of_its_repartition(spark, tmp_path, runs):
+    """Two exchanges: the bucket aggregation's and the islands' fixed repartition, whose tasks the window runs in.
+    With one run `run` is a constant the window's keys drop; a repartition still keyed on it planned a third
+    exchange, which adaptive execution coalesced into one task that ran alone at the end of the 10M check."""
+    from kafka_chaos.checkers import spark_queries as q
+    from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+    from kafka_chaos.checkers.spark_collect import SEND_COLUMNS, load
+
+    from .conftest import send, write_run
+
+    dirs = {f"r{i}": write_run(tmp_path / f"r{i}", [send(f"v{k}", partition=k % 3, offset=k // 3, t=k)
+                                                      for k in range(30)], []) for i in range(runs)}
+    found = q.availability_buckets(load(spark, dirs, "sends.parquet", SEND_COLUMNS), BUCKET_NS, NEVER)
+    assert len(found.toPandas()) == 3 * 2 * runs            # per run and partition: one ack and one pending island
+    exchanges = _exchanges(found)
+    assert len(exchanges) == 2, exchanges
+    assert f"{q.ISLAND_TASKS}), REPARTITION_BY_NUM" in exchanges[0]

@@ -60,3 +60,10 @@ def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_
     monkeypatch.setenv(spark.GC_ENV, "0")
     monkeypatch.setenv(spark.JIT_ENV, "0")
     assert spark.default_java_options() == ""
+
+
+def test_adaptive_execution_never_coalesces_a_local_stage_into_fewer_tasks_than_cores():
+    import os
+    conf = session_config(local=True)
+    per_task = int(conf["spark.sql.adaptive.coalescePartitions.maxReducerPartitionsPerTask"])
+    assert int(conf["spark.sql.shuffle.partitions"]) // per_task >= min(os.cpu_count(), 8)
