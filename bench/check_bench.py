@@ -15,12 +15,17 @@ Target on a 2-core machine: Spark within 2x of DuckDB on 10M sends; 100M sends w
     python bench/check_bench.py                            # 1M and 10M, Spark and DuckDB
     python bench/check_bench.py --sizes 1e7 --engines duckdb
     python bench/check_bench.py --sizes 1e6 --engines spark duckdb pandas
+    python bench/check_bench.py --sizes 1e7 --rounds 5     # five rows per size, then the median ratio
+
+The machine's speed moves by 10-30% between runs (DuckDB's as much as Spark's), so one ratio says little: --rounds
+repeats each size, engines alternating, and prints each size's median ratio.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -111,11 +116,12 @@ def main() -> int:
                     "(bench-<sends>-p<partitions>, reused when present)")
     ap.add_argument("--engines", nargs="+", choices=ENGINES, default=["spark", "duckdb"],
                     help="what to time (default spark duckdb; add pandas for the single-process reference)")
+    ap.add_argument("--rounds", type=int, default=1, help="rows per size, engines alternating (default 1)")
     args = ap.parse_args()
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
     results = []
-    for size in (int(float(s)) for s in args.sizes):
+    for size in (int(float(s)) for s in args.sizes for _ in range(args.rounds)):
         run = ensure_run(root, size, args.partitions)
         row = {"sends": size, "partitions": args.partitions, "load_before": round(load_average(), 1)}
         for i, engine in enumerate(args.engines):
@@ -134,6 +140,12 @@ def main() -> int:
               f"{r.get('ratio_spark_over_duckdb', '-'):>12}  {r.get('pandas_s', '-'):>8}  "
               f"{r.get('spark_peak_rss_gib', '-'):>9}  {r.get('duckdb_peak_rss_gib', '-'):>10}  "
               f"{r.get('pandas_peak_rss_gib', '-'):>10}  {r['load_before']}/{r['load_after']}")
+    for size in dict.fromkeys(r["sends"] for r in results):
+        ratios = [r["ratio_spark_over_duckdb"] for r in results
+                  if r["sends"] == size and "ratio_spark_over_duckdb" in r]
+        if len(ratios) > 1:
+            print(f"{size:>11,}  median spark/duckdb {statistics.median(ratios):.2f} over {len(ratios)} rounds "
+                  f"({min(ratios):.2f}-{max(ratios):.2f})")
     return 0
 
 
