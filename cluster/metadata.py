@@ -185,6 +185,7 @@ class ClusterMetadata:
         for n in self.nodes:
             mark = "  (active controller)" if n.id == controller else ""
             lines.append(f"{n.id:>6}  {n.role:<10}  {n.state():<8}  {n.ip:<15}  {n.name}{mark}")
+        lines += self.layer_rows()
         try:
             topics = self.topics()
         except Exception as e:
@@ -198,6 +199,10 @@ class ClusterMetadata:
                 lines.append(f"{t:<20} {s.partition:>9}  {s.leader if s.leader is not None else '-':>6}  "
                              f"{','.join(map(str, s.isr)):<12}  {','.join(map(str, s.replicas))}")
         return "\n".join(lines)
+
+    def layer_rows(self) -> list[str]:
+        """Status rows for what sits between the nodes (the link proxy): none here."""
+        return []
 
 
 UNKNOWN_TOPIC_GRACE_S = 5.0      # how long a topic may be unknown to the broker asked before it counts as absent

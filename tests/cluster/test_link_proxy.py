@@ -141,6 +141,18 @@ def test_the_sweep_removes_a_toxic_a_crashed_run_left(proxied):
     assert not any(proxied.link_proxy().all_toxics().values())
 
 
+def test_cluster_status_shows_the_proxy_and_the_toxics_in_force(proxied):
+    row = lambda: next(line for line in proxied.status().splitlines() if "link-proxy" in line)   # noqa: E731
+    assert proxied.proxy_ip in row() and "running" in row() and row().endswith("toxics: none")
+    link = linkproxy.client_proxy(1)
+    proxied.link_proxy().add_toxic(link, "slow-b1", "latency", "downstream", {"latency": 50})
+    try:
+        assert f"toxics: {link} latency (slow-b1)" in row()
+    finally:
+        proxied.link_proxy().remove_toxic(link, "slow-b1")
+    assert row().endswith("toxics: none")
+
+
 def test_network_faults_refuse_a_proxied_cluster_where_their_cut_would_not_hold(proxied):
     from kafka_chaos.base.errors import UsageError
 
