@@ -170,9 +170,8 @@ def with_whole_values(spark: SparkSession, sends: DataFrame, reads: DataFrame, p
 
 def double_acked(spark: SparkSession, sends: DataFrame, crowded: pd.DataFrame) -> DataFrame:
     """(run, partition, offset) at which two or more sends were acked, within the `crowded` buckets."""
-    placed = sends.where(_placed(sends)).withColumn("bucket", _bucket()) \
-        .join(F.broadcast(bucket_keys(spark, crowded)), KEYS, "left_semi")
-    return placed.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
+    placed = sends.where(_placed(sends)).select("run", "partition", "offset", _bucket().alias("bucket"))
+    return q.acked_twice(placed, bucket_keys(spark, crowded))
 
 
 def nonmonotonic_buckets(nonmono: pd.DataFrame) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from kafka_chaos.checkers.spark_queries import (
     FAIL,
     INFO,
     OK,
+    acked_twice,
     offset_of,
     partition_of,
     pos,
@@ -111,8 +112,7 @@ def double_acked(sends: DataFrame, buckets: DataFrame) -> DataFrame:
     """(run, partition, offset) at which two or more sends were acked, within the `crowded_buckets`."""
     placed = sends.where(F.col("partition").isNotNull() & (F.col("offset") >= 0)) \
         .select("run", "partition", "offset", F.bitmap_bucket_number("offset").alias("bucket"))
-    crowded = placed.join(F.broadcast(buckets), ["run", "partition", "bucket"], "left_semi")
-    return crowded.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
+    return acked_twice(placed, buckets)
 
 
 def position_extremes(reads: DataFrame) -> DataFrame:

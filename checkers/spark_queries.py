@@ -230,6 +230,13 @@ def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     return out.where(" OR ".join(f"k_{kind}" for kind in CANDIDATE_KINDS))
 
 
+def acked_twice(placed: DataFrame, buckets: DataFrame) -> DataFrame:
+    """(run, partition, offset) at which two or more of the `placed` sends (run, partition, offset, bucket) were
+    acked, looking only inside `buckets` (run, partition, bucket): whichever bucketing found them crowded."""
+    crowded = placed.join(F.broadcast(buckets), ["run", "partition", "bucket"], "left_semi")
+    return crowded.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
+
+
 def send_details(sends: DataFrame, wanted: DataFrame) -> DataFrame:
     """The send columns of the wanted (run, op_id)s."""
     cols = sends.select("run", "op_id", "producer", "process", "acks", "idempotent", "t_invoke_ns",
