@@ -79,7 +79,7 @@ def session_config(local: bool, loopback: bool | None = None, submitted: bool = 
         "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
         # ...but never into fewer tasks than cores: one coalesced task of a few MB (the availability buckets' final
         # aggregation on 10M sends, 2.4 s) ran alone at the end of the pass while the other core idled.
-        "spark.sql.adaptive.coalescePartitions.maxReducerPartitionsPerTask": str(max(1, 8 // (os.cpu_count() or 1)))
+        "spark.sql.adaptive.coalescePartitions.maxReducerPartitionsPerTask": str(max(1, 8 // local_cores()))
         if local else "2147483647",
         # A broadcast side may be the result of a long window job on 100M sends.
         "spark.sql.broadcastTimeout": "3600",
@@ -107,6 +107,11 @@ def submitted_master() -> str | None:
 
     SparkContext._ensure_initialized()
     return SparkConf().get("spark.master", None)
+
+
+def local_cores() -> int:
+    """The cores `local[*]` gets: the ones this process may run on (a `taskset` narrows them)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def user_chose_gc(environ=os.environ) -> bool:

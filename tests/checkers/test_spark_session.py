@@ -62,8 +62,13 @@ def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_
     assert spark.default_java_options() == ""
 
 
-def test_adaptive_execution_never_coalesces_a_local_stage_into_fewer_tasks_than_cores():
-    import os
-    conf = session_config(local=True)
-    per_task = int(conf["spark.sql.adaptive.coalescePartitions.maxReducerPartitionsPerTask"])
-    assert int(conf["spark.sql.shuffle.partitions"]) // per_task >= min(os.cpu_count(), 8)
+def test_adaptive_execution_never_coalesces_a_local_stage_into_fewer_tasks_than_cores(monkeypatch):
+    from kafka_chaos.checkers import spark
+
+    for cores in (1, 2, 3, 8, 64):
+        monkeypatch.setattr(spark, "local_cores", lambda: cores)
+        conf = session_config(local=True)
+        per_task = int(conf["spark.sql.adaptive.coalescePartitions.maxReducerPartitionsPerTask"])
+        assert int(conf["spark.sql.shuffle.partitions"]) // per_task >= min(cores, 8), cores
+    assert int(session_config(local=False)["spark.sql.adaptive.coalescePartitions.maxReducerPartitionsPerTask"]) \
+        == 2**31 - 1                                   # a cluster's stages: coalesced by size alone, as Spark does
