@@ -142,7 +142,9 @@ def test_the_sweep_removes_a_toxic_a_crashed_run_left(proxied):
 
 
 def test_cluster_status_shows_the_proxy_and_the_toxics_in_force(proxied):
-    row = lambda: next(line for line in proxied.status().splitlines() if "link-proxy" in line)   # noqa: E731
+    def row() -> str:
+        return next(line for line in proxied.status().splitlines() if "link-proxy" in line)
+
     assert proxied.proxy_ip in row() and "running" in row() and row().endswith("toxics: none")
     link = linkproxy.client_proxy(1)
     proxied.link_proxy().add_toxic(link, "slow-b1", "latency", "downstream", {"latency": 50})
