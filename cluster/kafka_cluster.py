@@ -19,7 +19,7 @@ import docker.errors
 from docker.types import IPAMConfig, IPAMPool
 
 import docker
-from kafka_chaos.base.errors import EnvironmentProblem, HarnessError, UsageError
+from kafka_chaos.base.errors import EnvironmentProblem, UsageError
 from kafka_chaos.base.paths import DOCKER_CONTEXT
 from kafka_chaos.base.processes import pid_alive
 from kafka_chaos.base.waiting import WaitTimeout, wait_until
@@ -124,27 +124,10 @@ class KafkaCluster(ClusterMetadata):
         return linkproxy.LinkProxy(self.proxy_ip, f"kc-{self.config.name}-proxy")
 
     def layer_rows(self) -> list[str]:
-        """The link proxy as a row of `status`, with the toxics it applies now (a link fault in force, or one a
-        crashed run left behind), and the power-loss layer under the brokers' log dirs."""
-        rows = []
-        if self.config.link_proxy:
-            name = f"kc-{self.config.name}-proxy"
-            try:
-                state = self.client.containers.get(name).status
-            except docker.errors.NotFound:
-                state = "missing"
-            toxics = ""
-            if state == "running":
-                try:
-                    active = [f"{link} {t['type']} ({t['name']})" for link, ts in
-                              sorted(self.link_proxy().all_toxics().items()) for t in ts]
-                    toxics = f"  toxics: {', '.join(active) if active else 'none'}"
-                except HarnessError as e:
-                    toxics = f"  toxics: cannot list them ({e.cause})"
-            rows.append(f"{'-':>6}  {'link-proxy':<10}  {state:<8}  {self.proxy_ip:<15}  {name}{toxics}")
-        if self.config.power_loss_fs:
-            rows.append("brokers' log dirs on the power-loss layer (lazyfs): unsynced writes are lost on power loss")
-        return rows
+        """`status` rows for the link proxy (with the toxics in force) and the power-loss layer."""
+        rows = [linkproxy.status_row(self.client, f"kc-{self.config.name}-proxy", self.proxy_ip)] \
+            if self.config.link_proxy else []
+        return rows + ([powerfs.STATUS_LINE] if self.config.power_loss_fs else [])
 
     def labels(self) -> dict[str, str]:
         return {LABEL: "1", LABEL_CLUSTER: self.config.name, LABEL_RUN: self.run_id,

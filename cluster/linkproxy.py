@@ -190,6 +190,24 @@ class LinkProxy:
         return {name: p.get("toxics") or [] for name, p in self.proxies().items()}
 
 
+def status_row(client, name: str, ip: str) -> str:
+    """The proxy as a row of `cluster status`: its container's state and the toxics it applies now (a link fault in
+    force, or one a crashed run left behind)."""
+    try:
+        state = client.containers.get(name).status
+    except docker.errors.NotFound:
+        state = "missing"
+    toxics = ""
+    if state == "running":
+        try:
+            active = [f"{link} {t['type']} ({t['name']})" for link, ts in
+                      sorted(LinkProxy(ip, name).all_toxics().items()) for t in ts]
+            toxics = f"  toxics: {', '.join(active) if active else 'none'}"
+        except ProxyError as e:
+            toxics = f"  toxics: cannot list them ({e.cause})"
+    return f"{'-':>6}  {'link-proxy':<10}  {state:<8}  {ip:<15}  {name}{toxics}"
+
+
 def start(client, image_tag: str, network: str, name: str, ip: str, labels: dict[str, str],
           specs: list[ProxySpec], timeout: float = 30) -> LinkProxy:
     """Run the proxy container on the cluster's network and create every link; the caller's labels make it go

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 FSTYPE = f"fuse.{FSNAME}"
 DATA_DIR = "/var/lib/kafka/data"          # the broker's log.dirs inside its container
 CAPACITY_MB = 2048                        # the layer's size limit: what the disk-full fault fills
+STATUS_LINE = "brokers' log dirs on the power-loss layer (lazyfs): unsynced writes are lost on power loss"
 
 
 def root() -> Path:
