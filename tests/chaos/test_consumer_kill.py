@@ -41,4 +41,12 @@ def test_a_killed_group_member_is_replaced_and_its_partitions_move(chaos_run):
     later = group[(group["event"] == "assigned") & (group["t_ns"] > killed_by)]
     assert held <= set(later["partition"]), f"partitions {held} of the killed {victim} never moved in {run}"
     assert len(later[later["consumer"] == replacement]), f"the replacement {replacement} got no partition in {run}"
-    assert verdict["anomalies"]["commit_backwards"] == verdict["anomalies"]["reread_below_commit"] == 0
+    assert verdict["anomalies"]["reread_below_commit"] == 0
+    # A member's own auto commits may complete out of order when the leader kill takes the group coordinator with
+    # them in flight (docs/history.md; seen in a fresh-clone suite run, 2026-11-26 18:08, seed 16: 9485 five times after
+    # 9533): allowed for the same member with the partition assigned throughout, and for nothing else.
+    judged = pq.read_table(run / "anomalies.parquet").to_pandas()
+    backwards = judged[judged["kind"] == "commit_backwards"]
+    assert (backwards["classification"] == "allowed").all(), backwards["reason"].tolist()
+    assert backwards["reason"].str.contains("after its own commit of .* assigned to it throughout").all(), \
+        backwards["reason"].tolist()
