@@ -121,11 +121,11 @@ class KafkaCluster(ClusterMetadata):
         if not self.config.link_proxy:
             raise UsageError(f"cluster {self.config.name} has no link proxy (it was started without one)",
                              "start the cluster with --link-proxy (a link scenario does so itself)")
-        return linkproxy.LinkProxy(self.proxy_ip, f"kc-{self.config.name}-proxy")
+        return linkproxy.LinkProxy(self.proxy_ip, linkproxy.container_name(self.config.name))
 
     def layer_rows(self) -> list[str]:
         """`status` rows for the link proxy (with the toxics in force) and the power-loss layer."""
-        rows = [linkproxy.status_row(self.client, f"kc-{self.config.name}-proxy", self.proxy_ip)] \
+        rows = [linkproxy.status_row(self.client, linkproxy.container_name(self.config.name), self.proxy_ip)] \
             if self.config.link_proxy else []
         return rows + ([powerfs.STATUS_LINE] if self.config.power_loss_fs else [])
 
@@ -255,7 +255,7 @@ class KafkaCluster(ClusterMetadata):
             return
         ips = {i: self._ip("broker", i) for i in range(1, self.config.brokers + 1)}
         linkproxy.start(self.client, linkproxy.ensure_image(self.client), self.network_name,
-                        f"kc-{self.config.name}-proxy", self.proxy_ip, self.labels(),
+                        linkproxy.container_name(self.config.name), self.proxy_ip, self.labels(),
                         linkproxy.proxy_specs(ips, cfg.BROKER_PORT))
 
     def _listeners(self, node_id: int) -> dict[str, str] | None:

@@ -190,6 +190,10 @@ class LinkProxy:
         return {name: p.get("toxics") or [] for name, p in self.proxies().items()}
 
 
+def container_name(cluster: str) -> str:
+    return f"kc-{cluster}-proxy"
+
+
 def status_row(client, name: str, ip: str) -> str:
     """The proxy as a row of `cluster status`: its container's state and the toxics it applies now (a link fault in
     force, or one a crashed run left behind)."""
@@ -205,7 +209,7 @@ def status_row(client, name: str, ip: str) -> str:
             toxics = f"  toxics: {', '.join(active) if active else 'none'}"
         except ProxyError as e:
             toxics = f"  toxics: cannot list them ({e.cause})"
-    return f"{'-':>6}  {'link-proxy':<10}  {state:<8}  {ip:<15}  {name}{toxics}"
+    return f"{'-':>6}  {ROLE:<10}  {state:<8}  {ip:<15}  {name}{toxics}"
 
 
 def start(client, image_tag: str, network: str, name: str, ip: str, labels: dict[str, str],
