@@ -5,7 +5,9 @@ What it times, alternating, N rounds (the first round pays the JIT; read the lat
   doubles bitmap:  spark_hub.crowded_buckets + double_acked (what the check does);
   buckets plain:   ack islands and pending islands as two queries;
   buckets merged:  spark_queries.availability_buckets (one scan, what the check does);
-  bucket sums:     spark_buckets.bucket_sums over sends and reads (what the check does first).
+  bucket sums:     spark_buckets.bucket_sums over sends and reads (what the check does first);
+  <window> exchanged / one task: nonmonotonic sends, poll gaps and availability buckets with their exchanges, and
+                   in one task each (spark_queries.one_task: what a local check up to anomalies.ONE_TASK_ROWS does).
 Each line gives the wall time and the JVM's CPU seconds (user + system, from /proc): the first round against the
 later ones is what a check, which runs every query once in a fresh JVM, pays for the JIT's warm-up.
 
@@ -67,6 +69,10 @@ def main() -> int:
         "buckets merged": lambda: to_pandas(q.availability_buckets(sends, BUCKET_NS, NEVER)),
         "bucket sums": lambda: to_pandas(spark_buckets.bucket_sums(sends, reads)),
     }
+    for gather, how in ((False, "exchanged"), (True, "one task")):
+        cases |= {f"mono {how}": lambda g=gather: to_pandas(q.nonmonotonic_sends(sends, g)),
+                  f"gaps {how}": lambda g=gather: to_pandas(q.poll_gaps(reads, g)),
+                  f"avail {how}": lambda g=gather: to_pandas(q.availability_buckets(sends, BUCKET_NS, NEVER, g))}
     unknown = set(args.cases or ()) - set(cases)
     if unknown:
         ap.error(f"unknown cases {sorted(unknown)}; known: {sorted(cases)}")
@@ -75,7 +81,7 @@ def main() -> int:
         for name, case in chosen.items():
             t, cpu = time.perf_counter(), jvm_cpu_s(jvm)
             case()
-            print(f"round {r}  {name:<15} {time.perf_counter() - t:6.2f} s  JVM CPU {jvm_cpu_s(jvm) - cpu:6.2f} s",
+            print(f"round {r}  {name:<18} {time.perf_counter() - t:6.2f} s  JVM CPU {jvm_cpu_s(jvm) - cpu:6.2f} s",
                   flush=True)
     return 0
 

@@ -33,6 +33,7 @@ from kafka_chaos.checkers.spark_collect import (
 )
 
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows per task in the value exchange
+ONE_TASK_ROWS = 40_000_000   # sends + reads up to which a local check runs its windows in one task each (q.one_task)
 PER_VALUE_KINDS = ("lost", "failed_read", "recovered", "offset_mismatch", "nonmonotonic_send")
 PER_POSITION_KINDS = ("duplicate", "phantom")     # rows at the value's first read position
 SEND_FIELDS = ["producer", "process", "op_id", "acks", "idempotent", "t_invoke_ns", "t_complete_ns"]
@@ -57,13 +58,14 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # per-value pass on the unclean buckets and its follow-ups) runs in the fair scheduler's "critical" pool, so the
     # other jobs fill the cores around it instead of queueing ahead of its later stages.
     narrow = rows <= buckets.MAX_ROWS     # else the bucket table itself is too large to bring to the driver
+    gather = rows <= ONE_TASK_ROWS and spark.sparkContext.master.startswith("local")   # spark_queries.one_task
     with ThreadPoolExecutor(max_workers=8) as pool:
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
-        nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends), "nonmonotonic sends", CRITICAL)
+        nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
         send_summary = pool.submit(_sends_summary, sends)
-        avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
+        avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER, gather), "availability buckets")
         read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
-        poll_skips = pool.submit(_poll_skip_rows, spark, reads)
+        poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
         unplaced = divergent.runs_without_positions(send_summary.result())
         found, per_value, amb_positions, doubles, (s_src, r_src) = _per_value(
@@ -203,9 +205,9 @@ def _per_value_rows(candidates: pd.DataFrame, details: pd.DataFrame) -> pd.DataF
     return instance_rows(rows)
 
 
-def _poll_skip_rows(spark: SparkSession, reads: DataFrame) -> pd.DataFrame:
+def _poll_skip_rows(spark: SparkSession, reads: DataFrame, gather: bool) -> pd.DataFrame:
     """Gaps in a live consumer's offsets that skip a record someone read, with the read that jumped."""
-    gaps = to_pandas(q.poll_gaps(reads), "poll gaps")
+    gaps = to_pandas(q.poll_gaps(reads, gather), "poll gaps")
     if not len(gaps):
         return pd.DataFrame()
     gaps["gap"] = range(len(gaps))

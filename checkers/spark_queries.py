@@ -57,7 +57,19 @@ def reads_summary(reads: DataFrame) -> DataFrame:
     return reads.groupBy("run", "phase", "partition").count()
 
 
-def availability_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
+def one_task(df: DataFrame, gather: bool) -> DataFrame:
+    """`df` in a single task when `gather`: a window or aggregation over it then needs no exchange (a single
+    partition satisfies any clustering), which on 2 cores costs more CPU than it saves in parallelism.
+
+    Warm, one session, the 10M file (bench/query_bench.py, rounds 2-3): nonmonotonic sends 7.1-8.1 -> 5.7-6.0 JVM
+    CPU-s, poll gaps 6.1-6.4 -> 4.7, availability buckets 6.7-9.5 -> 5.8-6.7; each query's wall time is longer,
+    but the check runs them side by side, so what counts is the CPU. For local checks of histories up to
+    `checkers.anomalies.ONE_TASK_ROWS` only: a cluster's executors, and one task's sort beyond that, want the
+    exchange."""
+    return df.coalesce(1) if gather else df
+
+
+def availability_buckets(sends: DataFrame, bucket_ns: int, never: int, gather: bool = False) -> DataFrame:
     """(run, partition, pending, first, last) in one scan of the sends: for pending = 0, the ack times of acks=1/all ok
     sends per bucket of completion time; for pending = 1, the first invoke and last completion (`never` if one
     never completed) of the acks=1/all sends invoked in each bucket. Each merged into islands (checkers.availability):
@@ -65,7 +77,7 @@ def availability_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFr
 
     Each send stands in both tables, so it is read once and aggregated twice (a two-row explode) rather than
     scanned and shuffled by two queries."""
-    acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull()) \
+    acked = one_task(sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull()), gather) \
         .select("run", "partition", "t_invoke_ns", "t_complete_ns", (F.col("outcome") == "ok").alias("ok"),
                 F.explode(F.array(F.lit(0), F.lit(1))).alias("pending"))
     rows = acked.where((F.col("pending") == 1) | F.col("ok"))
@@ -106,7 +118,7 @@ def breaching_sends(sends: DataFrame, windows: DataFrame) -> DataFrame:
     return s.join(F.broadcast(w), inside).select("run", "op_id").distinct()
 
 
-def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
+def nonmonotonic_sends(sends: DataFrame, gather: bool = False) -> DataFrame:
     """(run, op_id, partition, offset) of ok sends acked at a lower offset than the previous send of their series."""
     # A window sorts by its partition keys first, and only the first sort key has a fast prefix: one 64-bit hash
     # of the series (a few dozen per run; two colliding, p ~ 2^-50, would be read as one) sorts several times
@@ -115,6 +127,7 @@ def nonmonotonic_sends(sends: DataFrame) -> DataFrame:
     ok = sends.where((F.col("outcome") == "ok") & (F.col("offset") >= 0)) \
         .select("run", F.xxhash64("run", "process", "producer", "partition").alias("series"), "t_invoke_ns",
                 "op_id", pos(F.coalesce("partition", F.lit(-1)), F.col("offset")).alias("pos"))   # -1: none given
+    ok = one_task(ok, gather)
     series = Window.partitionBy("series").orderBy("t_invoke_ns", "op_id")
     return ok.withColumn("prev", F.lag("pos").over(series)).where(F.col("pos") < F.col("prev")) \
         .select("run", "op_id", *_unpos("pos"))
@@ -250,12 +263,13 @@ def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
         .join(F.broadcast(positions), ["run", "partition", "offset"], "left_semi")
 
 
-def poll_gaps(reads: DataFrame) -> DataFrame:
+def poll_gaps(reads: DataFrame, gather: bool = False) -> DataFrame:
     """Steps a -> b > a + 1 of a live consumer through a partition: (run, stream, seq of b, partition, a, b), stream
     a 64-bit hash of (run, consumer, partition). The consumer's name stays out of the sorted rows (it made them a
     third wider; `reads_at` finds it by (run, stream, seq)), and partition and offset ride as one long (`pos`)."""
     live = reads.where(F.col("phase") == "live") \
         .select("run", _stream(), "seq", pos(F.col("partition"), F.col("offset")).alias("pos"))
+    live = one_task(live, gather)
     steps = Window.partitionBy("stream").orderBy("seq")     # one integer sort key first, as in nonmonotonic_sends
     gaps = live.withColumn("from_pos", F.lag("pos").over(steps)).where(F.col("pos") > F.col("from_pos") + 1)
     return gaps.select("run", "stream", "seq", *_unpos("pos"), offset_of(F.col("from_pos")).alias("from_offset"))

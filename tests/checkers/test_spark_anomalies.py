@@ -54,8 +54,11 @@ def test_every_hand_built_case_matches_the_reference_in_one_spark_job(spark, tmp
 def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypatch, rows_per_partition,
                                                        unclean_share):
     narrowing(monkeypatch, unclean_share)
-    # Many small shuffle partitions spread each value's sends and reads over tasks, as 100M sends do.
+    # Many small shuffle partitions spread each value's sends and reads over tasks, as 100M sends do; and as there,
+    # the windows are exchanged rather than run in one task (spark_queries.one_task).
     monkeypatch.setattr(anomalies, "ROWS_PER_SHUFFLE_PARTITION", rows_per_partition)
+    if rows_per_partition < 2_000_000:
+        monkeypatch.setattr(anomalies, "ONE_TASK_ROWS", 0)
     inject = {"lost": 2, "duplicate": 3, "phantom": 1, "divergent": 2, "failed_read": 1, "offset_mismatch": 2,
               "nonmonotonic_send": 3, "poll_skip": 2}
     run = write_synthetic_run(tmp_path / "inj", sends=3000, seed=4, consumers=2, inject=inject)
