@@ -62,7 +62,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     with ThreadPoolExecutor(max_workers=8) as pool:
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
-        send_summary = pool.submit(_sends_summary, sends)
+        send_summary = pool.submit(_sends_summary, q.one_task(sends, gather))
         avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER, gather), "availability buckets")
         read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather)
