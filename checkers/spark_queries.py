@@ -59,7 +59,8 @@ def reads_summary(reads: DataFrame) -> DataFrame:
 
 def one_task(df: DataFrame, gather: bool) -> DataFrame:
     """`df` in a single task when `gather`: a window or aggregation over it then needs no exchange (a single
-    partition satisfies any clustering), which on 2 cores costs more CPU than it saves in parallelism.
+    partition satisfies any clustering), which on 2 cores costs more CPU than it saves in parallelism. The check
+    gathers its windows, the availability buckets' aggregation and the sends summary (checkers.anomalies).
 
     Warm, one session, the 10M file (bench/query_bench.py, rounds 2-3): nonmonotonic sends 7.1-8.1 -> 5.7-6.0 JVM
     CPU-s, poll gaps 6.1-6.4 -> 4.7, availability buckets 6.7-9.5 -> 5.8-6.7; each query's wall time is longer,
