@@ -17,6 +17,7 @@ run's logs do not give the controller's real unfence time.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 TOLERANCE_NS = 10_000_000_000
@@ -24,10 +25,38 @@ PERSIST = 2
 HW_DROP_NEAR_NS = 2_000_000_000     # a high-watermark drop this close to an election came with it
 
 
-def _rows(samples: pd.DataFrame, partition) -> list[dict]:
-    g = samples[samples["partition"] == partition].sort_values("t_ns", kind="stable")
+def _partitions(samples: pd.DataFrame):
+    """(partition, its samples in time order) for each partition, ties kept in file order."""
+    ordered = samples.sort_values(["partition", "t_ns"], kind="stable")
+    return [(int(p), g) for p, g in ordered.groupby("partition", sort=True)]
+
+
+def _rows(g: pd.DataFrame) -> list[dict]:
+    """The samples of one partition where its leader, ISR or ELR differ from the sample before or after.
+
+    Between two such rows the samples repeat them, and the election and ISR scans do nothing on a repeat: the
+    leader it shows already persisted, so nothing is elected, and the ISR and ELR it records are the ones already
+    recorded. A 10M-send synthetic run's 240,012 samples thus turn into a few hundred dicts, not 240,012 (0.4 s
+    each time). The high watermark moves on nearly every sample, so `_hw_drops` reads every sample, as arrays."""
+    n = len(g)
+    keep = np.ones(n, dtype=bool)
+    if n > 2:
+        same = g["leader"].to_numpy(dtype="int64", na_value=_NO_LEADER)
+        same = same[1:] == same[:-1]
+        for col in ("isr", "elr"):
+            keys = np.array([_key(x) for x in g[col]] if col in g.columns else [None] * n, dtype=object)
+            same &= keys[1:] == keys[:-1]
+        keep[1:-1] = ~(same[:-1] & same[1:])
     cols = list(g.columns)
-    return [dict(zip(cols, r)) for r in g.itertuples(index=False, name=None)]
+    return [dict(zip(cols, r)) for r in g[keep].itertuples(index=False, name=None)]
+
+
+_NO_LEADER = -(1 << 62)
+
+
+def _key(x):
+    """A cheap key equal for equal lists of members (a different order only keeps a row more)."""
+    return x.tobytes() if isinstance(x, np.ndarray) else repr(x)
 
 
 def _leader(x):
@@ -47,10 +76,9 @@ def observed_events(samples: pd.DataFrame) -> list[dict]:
     out: list[dict] = []
     if samples is None or not len(samples):
         return out
-    for p in sorted(samples["partition"].unique()):
-        rows = _rows(samples, p)
-        drops = _hw_drops(int(p), rows)
-        out += _truncating(_elections(int(p), rows), drops) + drops
+    for p, g in _partitions(samples):
+        drops = _hw_drops(p, g)
+        out += _truncating(_elections(p, _rows(g)), drops) + drops
     return sorted(out, key=lambda e: (e["t_ns"], e["partition"]))
 
 
@@ -99,24 +127,29 @@ def _elections(p: int, rows: list[dict]) -> list[dict]:
     return out
 
 
-def _hw_drops(p: int, rows: list[dict]) -> list[dict]:
+def _hw_drops(p: int, g: pd.DataFrame) -> list[dict]:
     """The high watermark below its earlier maximum for PERSIST samples (or at the last sample)."""
     out = []
     # negative: a sentinel (librdkafka's OFFSET_INVALID, -1001) older samplers wrote for "could not read it"
-    hws = [None if r["high_watermark"] is None or pd.isna(r["high_watermark"]) or r["high_watermark"] < 0
-           else int(r["high_watermark"]) for r in rows]
+    hw = g["high_watermark"].to_numpy(dtype="float64", na_value=np.nan)
+    hw[hw < 0] = np.nan
+    seen = np.fmax.accumulate(hw)
+    if not (hw[1:] < seen[:-1]).any():
+        return out                  # never below an earlier maximum: the usual case, decided without a loop
+    hws = [None if np.isnan(h) else int(h) for h in hw]
+    ts = g["t_ns"].tolist()
     best = None
-    for i, hw in enumerate(hws):
-        if hw is None:
+    for i, hw_i in enumerate(hws):
+        if hw_i is None:
             continue
-        if best is not None and hw < best:
+        if best is not None and hw_i < best:
             window = [h for h in hws[i:i + PERSIST] if h is not None]
-            if len(window) == PERSIST and all(h < best for h in window) or i == len(rows) - 1:
-                out.append({"event": "hw_drop", "partition": p, "t_ns": int(rows[i]["t_ns"]),
-                            "hw_before": best, "hw_after": hw})
-                best = hw
+            if len(window) == PERSIST and all(h < best for h in window) or i == len(hws) - 1:
+                out.append({"event": "hw_drop", "partition": p, "t_ns": int(ts[i]), "hw_before": best,
+                            "hw_after": hw_i})
+                best = hw_i
             continue
-        best = hw if best is None else max(best, hw)
+        best = hw_i if best is None else max(best, hw_i)
     return out
 
 
@@ -126,15 +159,15 @@ def isr_below(samples: pd.DataFrame, need: int, slack_ns: int = 1_000_000_000) -
     out = []
     if samples is None or not len(samples):
         return out
-    for p in sorted(samples["partition"].unique()):
+    for p, g in _partitions(samples):
         run: list[int] = []
-        for r in _rows(samples, p) + [None]:
+        for r in _rows(g) + [None]:
             below = r is not None and _leader(r["leader"]) is not None and len(_members(r["isr"])) < need
             if below:
                 run.append(int(r["t_ns"]))
                 continue
             if len(run) >= PERSIST and run[-1] - run[0] > 2 * slack_ns:
-                out.append((int(p), run[0] + slack_ns, run[-1] - slack_ns))
+                out.append((p, run[0] + slack_ns, run[-1] - slack_ns))
             run = []
     return out
 
