@@ -66,3 +66,22 @@ def test_a_replica_from_outside_the_isr_elected_as_the_high_watermark_falls_is_u
         [sample(t, 2, (2, 3), hw=4000 + t) for t in range(5 * S, 10 * S, 500)]
     (e,) = [e for e in observed_events(samples(rows)) if e["event"] == "election"]
     assert e["how"] == "uncleanly"
+
+
+def test_hours_of_repeated_samples_give_the_same_events_and_windows_as_their_changes_alone():
+    # the scans skip samples that repeat their neighbours' leader, ISR and ELR: the events and windows must be those
+    # of the changes, at the exact sample times, however long the steady stretches between them are
+    def history(steady):
+        rows, t = [], 0
+        for leader, isr, hw in [(1, (1, 2, 3), 100), (1, (1,), 200), (2, (2,), 150), (2, (2, 3), 300)]:
+            for _ in range(steady):
+                rows.append(sample(t, leader, isr, hw=hw, elr=[]))
+                t += 500
+        return samples(rows)
+
+    long_run, short_run = history(7200), history(4)     # an hour per stretch, and two seconds
+    assert [(e["event"], e.get("how"), e["t_ns"]) for e in observed_events(long_run)] == [
+        ("election", "uncleanly", T + 2 * 7200 * 500 * MS), ("hw_drop", None, T + 2 * 7200 * 500 * MS)]
+    assert [(e["event"], e.get("how")) for e in observed_events(short_run)] == [
+        ("election", "uncleanly"), ("hw_drop", None)]
+    assert isr_below(long_run, 2) == [(0, T + 7200 * 500 * MS + S * MS, T + (3 * 7200 - 1) * 500 * MS - S * MS)]
