@@ -29,11 +29,17 @@ from kafka_chaos.checkers.spark_collect import (
     load,
     row_count,
     shuffle_partitions,
+    sql_conf,
     to_pandas,
 )
 
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows per task in the value exchange
 ONE_TASK_ROWS = 40_000_000   # sends + reads up to which a local check runs its windows in one task each (q.one_task)
+# ...and without adaptive execution. Its exchanges are then the bucket sums' and the per-value pass's, sized by this
+# module, and the islands' (ISLAND_TASKS): nothing for it to coalesce, while it cuts every query into one job per
+# stage, each re-optimised, and a cold JVM pays for each. 10M file, anomaly pass alternating (bench/spark_profile.py,
+# 2026-11-26 22:47-22:52): 20.1, 20.4, 21.4, 21.2, 21.3 s against 23.1, 23.1, 22.8, 23.0, 21.6 s with it.
+ONE_TASK_CONF = {"spark.sql.adaptive.enabled": "false"}
 PER_VALUE_KINDS = ("lost", "failed_read", "recovered", "offset_mismatch", "nonmonotonic_send")
 PER_POSITION_KINDS = ("duplicate", "phantom")     # rows at the value's first read position
 SEND_FIELDS = ["producer", "process", "op_id", "acks", "idempotent", "t_invoke_ns", "t_complete_ns"]
@@ -59,7 +65,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # other jobs fill the cores around it instead of queueing ahead of its later stages.
     narrow = rows <= buckets.MAX_ROWS     # else the bucket table itself is too large to bring to the driver
     gather = rows <= ONE_TASK_ROWS and spark.sparkContext.master.startswith("local")   # spark_queries.one_task
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
         send_summary = pool.submit(_sends_summary, q.one_task(sends, gather))

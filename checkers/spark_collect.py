@@ -1,6 +1,7 @@
 """Getting histories into Spark and small answers out: the loaders and collectors every Spark-side module shares."""
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -45,6 +46,23 @@ def row_count(runs: dict[str, Path], name: str) -> int:
 def shuffle_partitions(spark: SparkSession, rows: int, rows_per_partition: int = ROWS_PER_SHUFFLE_PARTITION) -> int:
     """Shuffle partitions for an exchange of `rows` rows: enough that each task's hash map fits in memory."""
     return max(spark.sparkContext.defaultParallelism, math.ceil(rows / rows_per_partition))
+
+
+@contextlib.contextmanager
+def sql_conf(spark: SparkSession, settings: dict[str, str]):
+    """Runtime SQL settings of `spark` for the block, then back to what they were: a warm session checks run after
+    run, and each pass picks its own."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def to_pandas(df: DataFrame, label: str | None = None, pool: str | None = None) -> pd.DataFrame:

@@ -90,3 +90,32 @@ def test_gathered_windows_plan_no_exchange_and_find_the_same_rows(spark, tmp_pat
         [(2, 7, 5), (2, 7, 5)]
     assert len(avail.toPandas()) == 2 * 3 * 2
     assert [len(_exchanges(df)) for df in (mono, gaps, avail)] == ([0, 0, 1] if gather else [1, 1, 2])
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("gather", [True, False], ids=["one-task", "exchanged"])
+def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_back_as_it_was(
+        spark, tmp_path, monkeypatch, gather):
+    """anomalies.ONE_TASK_CONF: a local pass up to ONE_TASK_ROWS plans its jobs without adaptive execution; a larger
+    one keeps it; either way the (warm, shared) session's setting is what it was before."""
+    from kafka_chaos.checkers import anomalies
+
+    from .conftest import read, send, write_run
+
+    if not gather:
+        monkeypatch.setattr(anomalies, "ONE_TASK_ROWS", 0)
+    seen = []
+    collect = anomalies.to_pandas
+
+    def recording(df, *args):
+        seen.append(df.sparkSession.conf.get("spark.sql.adaptive.enabled"))
+        return collect(df, *args)
+
+    monkeypatch.setattr(anomalies, "to_pandas", recording)
+    run = write_run(tmp_path / "r", [send(f"v{k}", partition=0, offset=k, t=k) for k in range(10)],
+                    [read(f"v{k}", partition=0, offset=k, consumer="c1", seq=k) for k in range(10)])
+    before = spark.conf.get("spark.sql.adaptive.enabled")
+    found = anomalies.find_anomalies_spark(spark, {"r": run})
+    assert found.counts["r"].sends == 10
+    assert seen and set(seen) == ({"false"} if gather else {before})
+    assert spark.conf.get("spark.sql.adaptive.enabled") == before == "true"
