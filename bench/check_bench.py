@@ -127,6 +127,7 @@ def main() -> int:
         for i, engine in enumerate(args.engines):
             checked = any(e != "duckdb" for e in args.engines[:i])
             wall, rc, rss = timed(command(engine, run, compare=checked))
+            row["compared"] = row.get("compared", False) or (engine == "duckdb" and checked)
             row.update({f"{engine}_s": round(wall, 1), f"{engine}_exit": rc, f"{engine}_peak_rss_gib": round(rss, 2)})
         if "spark_s" in row and "duckdb_s" in row:
             row["ratio_spark_over_duckdb"] = round(row["spark_s"] / row["duckdb_s"], 2)
@@ -134,19 +135,32 @@ def main() -> int:
         print(json.dumps(row), flush=True)
         results.append(row)
     print("\n      sends   spark s  duckdb s  spark/duckdb  pandas s  spark GiB  duckdb GiB  pandas GiB"
-          "  load before/after")
+          "  load before/after  results")
     for r in results:
         print(f"{r['sends']:>11,}  {r.get('spark_s', '-'):>8}  {r.get('duckdb_s', '-'):>8}  "
               f"{r.get('ratio_spark_over_duckdb', '-'):>12}  {r.get('pandas_s', '-'):>8}  "
               f"{r.get('spark_peak_rss_gib', '-'):>9}  {r.get('duckdb_peak_rss_gib', '-'):>10}  "
-              f"{r.get('pandas_peak_rss_gib', '-'):>10}  {r['load_before']}/{r['load_after']}")
+              f"{r.get('pandas_peak_rss_gib', '-'):>10}  {str(r['load_before']) + '/' + str(r['load_after']):>17}  "
+              f"{_agreement(r)}")
     for size in dict.fromkeys(r["sends"] for r in results):
         ratios = [r["ratio_spark_over_duckdb"] for r in results
                   if r["sends"] == size and "ratio_spark_over_duckdb" in r]
         if len(ratios) > 1:
             print(f"{size:>11,}  median spark/duckdb {statistics.median(ratios):.2f} over {len(ratios)} rounds "
                   f"({min(ratios):.2f}-{max(ratios):.2f})")
-    return 0
+    return 1 if any(_agreement(r) not in ("equal", "-") for r in results) else 0
+
+
+def _agreement(row: dict) -> str:
+    """Whether the engines agreed: "equal" when DuckDB found what the check before it wrote (it compares itself with
+    that verdict, exit 1 if they differ), "DIFFER" when not, "-" when nothing was compared. A check's own exit 1 is a
+    violation found, not a failure. A timing of a wrong answer is no figure."""
+    if not row.get("compared"):
+        return "-"
+    failed = [e for e in ENGINES if e != "duckdb" and row.get(f"{e}_exit") not in (None, 0, 1)]
+    if failed:
+        return "failed: " + ", ".join(failed)
+    return "equal" if row.get("duckdb_exit") == 0 else "DIFFER"
 
 
 if __name__ == "__main__":
