@@ -44,7 +44,7 @@ def _rows(g: pd.DataFrame) -> list[dict]:
         same = g["leader"].to_numpy(dtype="int64", na_value=_NO_LEADER)
         same = same[1:] == same[:-1]
         for col in ("isr", "elr"):
-            keys = np.array([_key(x) for x in g[col]] if col in g.columns else [None] * n, dtype=object)
+            keys = np.array([members_key(x) for x in g[col]] if col in g.columns else [None] * n, dtype=object)
             same &= keys[1:] == keys[:-1]
         keep[1:-1] = ~(same[:-1] & same[1:])
     cols = list(g.columns)
@@ -54,8 +54,9 @@ def _rows(g: pd.DataFrame) -> list[dict]:
 _NO_LEADER = -(1 << 62)
 
 
-def _key(x):
-    """A cheap key equal for equal lists of members (a different order only keeps a row more)."""
+def members_key(x):
+    """A cheap hashable key, equal for equal lists of broker ids as cluster.parquet holds them (arrays, or lists in
+    hand-built samples); the same members in another order make another key."""
     return x.tobytes() if isinstance(x, np.ndarray) else repr(x)
 
 

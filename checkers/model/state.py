@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, RESTART_UNFENCE_NS, TICK_NS, FaultEffect, ModelConfig
+from kafka_chaos.checkers.model.observed import members_key
 from kafka_chaos.checkers.model.windows import Window
 
 
@@ -195,5 +196,5 @@ def _distinct(lists):
     where the whole sequence's are (a 10M-send run's 240,012 samples hold a handful of distinct ISRs)."""
     seen = {}
     for x in lists:
-        seen.setdefault(x.tobytes() if hasattr(x, "tobytes") else repr(x), x)
+        seen.setdefault(members_key(x), x)
     return seen.values()
