@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from kafka_chaos.checkers import spark_cds
-from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS
+from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS, driver_memory, heap_options
 
 
 @pytest.fixture
@@ -98,3 +98,4 @@ def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thr
     cmdline = out.stdout.split("CMDLINE", 1)[1]
     assert JIT_OPTIONS in cmdline, "the driver JVM runs without the check's JIT thresholds"
     assert GC_OPTIONS in cmdline, "the driver JVM runs without the check's collector"
+    assert heap_options(driver_memory()) in cmdline, "the driver JVM's heap does not start at its full size"

@@ -47,6 +47,7 @@ def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_
                 "SPARK_HOME", spark.GC_ENV, spark.JIT_ENV):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(spark_cds.DISABLE_ENV, "0")
+    monkeypatch.setenv(spark.HEAP_ENV, "0")
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     assert spark.default_java_options() == f"{spark.JIT_OPTIONS} {spark.GC_OPTIONS}"
 
@@ -60,6 +61,25 @@ def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_
     monkeypatch.setenv(spark.GC_ENV, "0")
     monkeypatch.setenv(spark.JIT_ENV, "0")
     assert spark.default_java_options() == ""
+
+
+def test_the_driver_heap_starts_at_its_full_size_whatever_the_collector(monkeypatch):
+    from kafka_chaos.checkers import spark, spark_cds
+
+    for var in ("JAVA_TOOL_OPTIONS", spark.HEAP_ENV, spark.DRIVER_MEMORY_ENV):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv(spark_cds.DISABLE_ENV, "0")
+    assert f"-Xms{spark.DEFAULT_DRIVER_MEMORY} {spark.METASPACE_OPTION}" in spark.default_java_options()
+    monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, "3g")           # the -Xmx Spark's launcher gives the JVM
+    assert session_config(local=True)["spark.driver.memory"] == "3g"
+    assert "-Xms3g " in spark.default_java_options()
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseZGC")     # the user's collector: the heap size still applies
+    assert "-Xms3g " in spark.default_java_options() and spark.GC_OPTIONS not in spark.default_java_options()
+    monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, "3gb")          # no size the JVM reads: Spark's -Xmx3gb fails alone
+    assert "-Xms" not in spark.default_java_options()
+    monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, "3g")
+    monkeypatch.setenv(spark.HEAP_ENV, "0")
+    assert "-Xms" not in spark.default_java_options() and spark.METASPACE_OPTION not in spark.default_java_options()
 
 
 def test_adaptive_execution_never_coalesces_a_local_stage_into_fewer_tasks_than_cores(monkeypatch):
