@@ -68,12 +68,14 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
-        send_summary = pool.submit(_sends_summary, q.one_task(sends, gather))
+        send_summary = None if narrow else pool.submit(_sends_summary, q.one_task(sends, gather))
         avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER, gather), "availability buckets")
         read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
-        unplaced = divergent.runs_without_positions(send_summary.result())
+        send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if narrow else \
+            send_summary.result()
+        unplaced = divergent.runs_without_positions(send_summary)
         found, per_value, amb_positions, doubles, (s_src, r_src) = _per_value(
             spark, sends, reads, sums.result() if narrow else None, nonmono.result(), unplaced, rows)
         try:
@@ -88,7 +90,6 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         finally:
             for frame in (s_src, r_src):
                 frame.unpersist()
-        send_summary = send_summary.result()
         read_summary = buckets.reads_summary(sums.result()) if narrow else read_summary.result()
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
@@ -147,9 +148,13 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
 
 
 def _sends_summary(sends: DataFrame) -> pd.DataFrame:
-    """(run, outcome, acks, idempotent, count), outcome and acks as strings. A code outside the names the history
-    format defines sends it back to grouping the strings, so nothing is misnamed."""
-    codes = to_pandas(q.sends_summary(sends), "sends summary", CRITICAL)
+    """(run, outcome, acks, idempotent, count), outcome and acks as strings."""
+    return _named_summary(sends, to_pandas(q.sends_summary(sends), "sends summary", CRITICAL))
+
+
+def _named_summary(sends: DataFrame, codes: pd.DataFrame) -> pd.DataFrame:
+    """The sends summary with outcome and acks codes as their names. A code outside the names the history format
+    defines sends it back to grouping the strings, so nothing is misnamed."""
     if ((codes["outcome"] == len(q.OUTCOMES)) | (codes["acks"] == len(q.ACKS))).any():
         return to_pandas(q.sends_summary_by_name(sends), "sends summary by name", CRITICAL)
     return codes.assign(outcome=[q.OUTCOMES[int(c)] for c in codes["outcome"]],

@@ -16,6 +16,7 @@ Every frame carries `run`, an integer index of the run, so many runs are checked
 """
 from __future__ import annotations
 
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -44,6 +45,29 @@ def sends_summary(sends: DataFrame) -> DataFrame:
     their integer codes (`_index_of`): a hash map of strings cost this scan of 10M sends 2-3x the CPU."""
     return sends.groupBy("run", _index_of(F.col("outcome"), OUTCOMES).alias("outcome"),
                          _index_of(F.col("acks"), ACKS).alias("acks"), "idempotent").count()
+
+
+SUMMARY_STRIDE = 3                          # idempotent: 0 false, 1 true, 2 null
+
+
+def summary_code():
+    """A send's (outcome, acks, idempotent) as one small integer: what `sends_summary` groups by, as one key where a
+    query carries the summary beside other work (spark_buckets.bucket_sums). `summary_of_codes` reads it back."""
+    idempotent = F.coalesce(F.col("idempotent").cast("int"), F.lit(2))
+    return (_index_of(F.col("outcome"), OUTCOMES) * (len(ACKS) + 1) + _index_of(F.col("acks"), ACKS)) * \
+        SUMMARY_STRIDE + idempotent
+
+
+def summary_of_codes(codes: pd.DataFrame) -> pd.DataFrame:
+    """(run, code, count) of `summary_code` -> `sends_summary`'s (run, outcome, acks, idempotent, count), outcome
+    and acks as the codes of OUTCOMES and ACKS (len(...) for a name outside them), idempotent a boolean or None."""
+    code = codes["code"].astype("int64").to_numpy()
+    names = code // SUMMARY_STRIDE
+    flags = {0: False, 1: True, 2: None}
+    return pd.DataFrame({"run": codes["run"].astype("int64").to_numpy(), "outcome": names // (len(ACKS) + 1),
+                         "acks": names % (len(ACKS) + 1),
+                         "idempotent": [flags[int(i)] for i in code % SUMMARY_STRIDE],
+                         "count": codes["count"].astype("int64").to_numpy()})
 
 
 def sends_summary_by_name(sends: DataFrame) -> DataFrame:

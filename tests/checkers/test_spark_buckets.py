@@ -119,3 +119,33 @@ def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_b
     assert found.counts["r"].sends == 10
     assert seen and set(seen) == ({"false"} if gather else {before})
     assert spark.conf.get("spark.sql.adaptive.enabled") == before == "true"
+
+
+@pytest.mark.spark
+def test_a_bucket_of_two_producer_settings_is_judged_as_one_and_the_sums_count_every_send(spark, tmp_path):
+    """The bucket sums also carry the sends summary, so a bucket's acked sends come in one row per producer setting
+    (acks, idempotence): offsets acked by both count once, and an offset acked by each of them twice is crowded."""
+    from kafka_chaos.checkers import spark_buckets as b
+    from kafka_chaos.checkers import spark_queries as q
+    from kafka_chaos.checkers.spark_collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
+
+    from .conftest import read, send, write_run
+
+    sends = [send("a", offset=0), send("b", offset=1, acks="1", idempotent=False),
+             send("c", offset=2), send("d", offset=2, acks="1"),                  # bucket 0: offset 2 acked twice
+             send("e", offset=BUCKET), send("f", offset=BUCKET + 1, acks="1"),     # bucket 1: two settings, clean
+             send("g", acks="0", offset=-1), send("h", outcome="fail")] + \
+        [send(f"full{o}", offset=o) for o in range(2 * BUCKET, 3 * BUCKET)]   # bucket 2: every bit of its mask
+    reads = [read(v, offset=o) for v, o in (("a", 0), ("b", 1), ("c", 2), ("e", BUCKET), ("f", BUCKET + 1))] + \
+        [read(f"full{o}", offset=o) for o in range(2 * BUCKET, 3 * BUCKET)]
+    run = {"r": write_run(tmp_path / "r", sends, reads)}
+    sums = to_pandas(b.bucket_sums(load(spark, run, "sends.parquet", SEND_COLUMNS),
+                                   load(spark, run, "reads.parquet", READ_COLUMNS)))
+    unclean, crowded, total = b.judge_buckets(sums)
+    assert total == 3
+    assert crowded[b.KEYS].values.tolist() == [[0, 0, 0]] and unclean[b.KEYS].values.tolist() == [[0, 0, 0]]
+    summary = b.sends_summary(sums).sort_values(["outcome", "acks", "idempotent"]).reset_index(drop=True)
+    named = [(q.OUTCOMES[o], q.ACKS[a], i, n) for o, a, i, n in
+             zip(summary["outcome"], summary["acks"], summary["idempotent"], summary["count"])]
+    assert named == [("ok", "0", True, 1), ("ok", "1", False, 1), ("ok", "1", True, 2), ("ok", "all", True, 3 + BUCKET),
+                     ("fail", "all", True, 1)]
