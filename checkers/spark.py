@@ -38,11 +38,12 @@ JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4CompileThreshold=45
 # threads cost the tasks CPU (10M check, alternating: anomaly pass 33.5-36.1 s with G1, 31.8-33.6 s with this; README).
 GC_ENV = "KAFKA_CHAOS_SPARK_GC"                     # "0": the JVM's default collector
 GC_OPTIONS = "-XX:+UseParallelGC"
-# The heap at its full size from the start, and room for Spark's classes before the first metadata collection. Grown
-# from HotSpot's 1/64 of RAM, the young generation stayed small while the heap grew: the 10M check's pass paused
-# 29-33 times for 1.5-1.8 s in all (three full collections on "Ergonomics", each 0.12-0.17 s, with both cores
-# stopped), and start-up paused four times on "Metadata GC Threshold", full collections on the session's
-# single-threaded path. With them: 10-12 pauses, 0.96-1.26 s (README, "Measured figures").
+# A young generation of a quarter of the heap from the start, and room for Spark's classes before the first metadata
+# collection. Grown from HotSpot's 1/64 of RAM, the young generation stayed small while the heap grew: the 10M check's
+# pass paused 29-33 times for 1.5-1.8 s in all (three full collections on "Ergonomics", each 0.12-0.17 s, with both
+# cores stopped), and start-up paused four times on "Metadata GC Threshold", full collections on the session's
+# single-threaded path. With a 2 GiB young generation: 12 pauses, 1.0 s. The whole heap from the start (-Xms) paused
+# as little but took the 100M check's tree from 7.3 to 11.0 GiB (README, "Measured figures").
 HEAP_ENV = "KAFKA_CHAOS_SPARK_HEAP"                 # "0": the JVM's own heap sizing
 METASPACE_OPTION = "-XX:MetaspaceSize=256m"
 USER_GC = re.compile(r"-XX:\+Use\w*GC\b")        # a collector the user chose: two would stop the JVM from starting
@@ -135,13 +136,14 @@ def user_chose_gc(environ=os.environ) -> bool:
 
 
 def default_java_options() -> str:
-    """Our driver JVM's options: JIT_OPTIONS, GC_OPTIONS and `heap_options` unless switched off (GC_OPTIONS also
-    when the user already chose a collector), and the class-data archive of checkers.spark_cds if there is one."""
+    """Our driver JVM's options: JIT_OPTIONS, GC_OPTIONS and `heap_options` unless switched off (GC_OPTIONS and
+    `heap_options`, which sizes its generations, also when the user already chose a collector), and the class-data
+    archive of checkers.spark_cds if there is one."""
     from kafka_chaos.checkers import spark_cds
 
     jit = JIT_OPTIONS if os.environ.get(JIT_ENV) != "0" else None
     gc = GC_OPTIONS if os.environ.get(GC_ENV) != "0" and not user_chose_gc() else None
-    heap = heap_options(driver_memory()) if os.environ.get(HEAP_ENV) != "0" else None
+    heap = heap_options(driver_memory()) if gc and os.environ.get(HEAP_ENV) != "0" else None    # sized for it
     return " ".join(filter(None, (jit, gc, heap, spark_cds.driver_java_options())))
 
 
@@ -149,13 +151,18 @@ def driver_memory() -> str:
     return os.environ.get(DRIVER_MEMORY_ENV, DEFAULT_DRIVER_MEMORY)
 
 
-JVM_SIZE = re.compile(r"\d+[kmgt]?", re.IGNORECASE)
+JVM_SIZE = re.compile(r"(\d+)([kmgt]?)", re.IGNORECASE)
+JVM_UNIT_MIB = {"": 2 ** -20, "k": 2 ** -10, "m": 1, "g": 2 ** 10, "t": 2 ** 20}
+YOUNG_SHARE = 4                  # the young generation: a quarter of the heap
 
 
 def heap_options(memory: str) -> str | None:
-    """-Xms at spark.driver.memory, which Spark's launcher passes to the JVM as -Xmx unchanged (so the JVM's own size
-    syntax, which both accept), and METASPACE_OPTION; None for anything else, which the JVM will refuse anyway."""
-    return f"-Xms{memory} {METASPACE_OPTION}" if JVM_SIZE.fullmatch(memory) else None
+    """-Xmn at a quarter of spark.driver.memory, which Spark's launcher passes to the JVM as -Xmx unchanged (so in
+    the JVM's own size syntax: a bare number is bytes), and METASPACE_OPTION; None for a size the JVM will refuse
+    anyway, or a heap too small to split."""
+    m = JVM_SIZE.fullmatch(memory)
+    young = int(int(m.group(1)) * JVM_UNIT_MIB[m.group(2).lower()]) // YOUNG_SHARE if m else 0
+    return f"-Xmn{young}m {METASPACE_OPTION}" if young >= 16 else None
 
 
 def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", java_options: str | None = None):

@@ -63,23 +63,27 @@ def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_
     assert spark.default_java_options() == ""
 
 
-def test_the_driver_heap_starts_at_its_full_size_whatever_the_collector(monkeypatch):
+def test_the_throughput_collector_gets_a_young_generation_of_a_quarter_of_the_heap(monkeypatch, tmp_path):
     from kafka_chaos.checkers import spark, spark_cds
 
-    for var in ("JAVA_TOOL_OPTIONS", spark.HEAP_ENV, spark.DRIVER_MEMORY_ENV):
+    for var in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_OPTS",
+                "SPARK_HOME", spark.GC_ENV, spark.HEAP_ENV, spark.DRIVER_MEMORY_ENV):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(spark_cds.DISABLE_ENV, "0")
-    assert f"-Xms{spark.DEFAULT_DRIVER_MEMORY} {spark.METASPACE_OPTION}" in spark.default_java_options()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert f"-Xmn2048m {spark.METASPACE_OPTION}" in spark.default_java_options()      # of the default 8g
     monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, "3g")           # the -Xmx Spark's launcher gives the JVM
     assert session_config(local=True)["spark.driver.memory"] == "3g"
-    assert "-Xms3g " in spark.default_java_options()
-    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseZGC")     # the user's collector: the heap size still applies
-    assert "-Xms3g " in spark.default_java_options() and spark.GC_OPTIONS not in spark.default_java_options()
-    monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, "3gb")          # no size the JVM reads: Spark's -Xmx3gb fails alone
-    assert "-Xms" not in spark.default_java_options()
+    assert "-Xmn768m " in spark.default_java_options()
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseG1GC")    # the user's collector sizes its own generations
+    assert "-Xmn" not in spark.default_java_options() and spark.GC_OPTIONS not in spark.default_java_options()
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS")
+    for refused in ("3gb", "60m", "4096"):     # no size the JVM reads (Spark's -Xmx3gb fails alone), or too small
+        monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, refused)
+        assert "-Xmn" not in spark.default_java_options()
     monkeypatch.setenv(spark.DRIVER_MEMORY_ENV, "3g")
     monkeypatch.setenv(spark.HEAP_ENV, "0")
-    assert "-Xms" not in spark.default_java_options() and spark.METASPACE_OPTION not in spark.default_java_options()
+    assert "-Xmn" not in spark.default_java_options() and spark.METASPACE_OPTION not in spark.default_java_options()
 
 
 def test_adaptive_execution_never_coalesces_a_local_stage_into_fewer_tasks_than_cores(monkeypatch):
