@@ -124,7 +124,8 @@ def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_b
 @pytest.mark.spark
 def test_a_bucket_of_two_producer_settings_is_judged_as_one_and_the_sums_count_every_send(spark, tmp_path):
     """The bucket sums also carry the sends summary, so a bucket's acked sends come in one row per producer setting
-    (acks, idempotence): offsets acked by both count once, and an offset acked by each of them twice is crowded."""
+    (acks, idempotence). Their masks are OR-ed before the offsets are counted: two settings acked at two offsets
+    leave the bucket clean, at one offset crowded."""
     from kafka_chaos.checkers import spark_buckets as b
     from kafka_chaos.checkers import spark_queries as q
     from kafka_chaos.checkers.spark_collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
