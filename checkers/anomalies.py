@@ -149,7 +149,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
 
 def _sends_summary(sends: DataFrame) -> pd.DataFrame:
     """(run, outcome, acks, idempotent, count), outcome and acks as strings."""
-    return _named_summary(sends, to_pandas(q.sends_summary(sends), "sends summary", CRITICAL))
+    return _named_summary(sends, q.summary_of_codes(to_pandas(q.sends_summary(sends), "sends summary", CRITICAL)))
 
 
 def _named_summary(sends: DataFrame, codes: pd.DataFrame) -> pd.DataFrame:

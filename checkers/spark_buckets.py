@@ -97,10 +97,10 @@ def _distinct_offsets(sums: pd.DataFrame, index: pd.Index) -> pd.Series:
     """Per bucket of `index`, how many distinct offsets its acked sends have: the OR of their masks (one row per
     summary code, so sends of two producer settings in one bucket are two rows), counted."""
     sent = sums[sums["kind"] == SEND].sort_values(KEYS)
-    keys = sent[KEYS].to_numpy()
-    masks = sent["mask"].astype("int64").to_numpy()
     if not len(sent):
         return pd.Series(0, index=index, dtype="int64")
+    keys = sent[KEYS].to_numpy()
+    masks = sent["mask"].astype("int64").to_numpy()
     starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
     merged = np.bitwise_or.reduceat(masks, starts)
     found = pd.Series(np.bitwise_count(merged.view(np.uint64)).astype("int64"),     # of a signed one: |x|'s bits

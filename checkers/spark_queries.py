@@ -41,18 +41,18 @@ def _index_of(col, names: tuple[str, ...]):
 
 
 def sends_summary(sends: DataFrame) -> DataFrame:
-    """Per run: how many sends of each outcome, acks and idempotence (counts, and the model's inputs), grouped by
-    their integer codes (`_index_of`): a hash map of strings cost this scan of 10M sends 2-3x the CPU."""
-    return sends.groupBy("run", _index_of(F.col("outcome"), OUTCOMES).alias("outcome"),
-                         _index_of(F.col("acks"), ACKS).alias("acks"), "idempotent").count()
+    """Per run: how many sends of each outcome, acks and idempotence (counts, and the model's inputs), as (run, code,
+    count) of `summary_code` (`summary_of_codes` reads it back): a hash map of strings cost this scan of 10M sends
+    2-3x the CPU."""
+    return sends.groupBy("run", summary_code().alias("code")).count()
 
 
 SUMMARY_STRIDE = 3                          # idempotent: 0 false, 1 true, 2 null
 
 
 def summary_code():
-    """A send's (outcome, acks, idempotent) as one small integer: what `sends_summary` groups by, as one key where a
-    query carries the summary beside other work (spark_buckets.bucket_sums). `summary_of_codes` reads it back."""
+    """A send's (outcome, acks, idempotent) as one small integer, the codes of OUTCOMES and ACKS (`_index_of`)
+    combined: what `sends_summary` groups by, and spark_buckets.bucket_sums beside its own work."""
     idempotent = F.coalesce(F.col("idempotent").cast("int"), F.lit(2))
     return (_index_of(F.col("outcome"), OUTCOMES) * (len(ACKS) + 1) + _index_of(F.col("acks"), ACKS)) * \
         SUMMARY_STRIDE + idempotent
@@ -71,7 +71,7 @@ def summary_of_codes(codes: pd.DataFrame) -> pd.DataFrame:
 
 
 def sends_summary_by_name(sends: DataFrame) -> DataFrame:
-    """`sends_summary` with outcome and acks as the strings themselves."""
+    """`sends_summary` decoded, with outcome and acks as the strings themselves."""
     return sends.groupBy("run", "outcome", "acks", "idempotent").count()
 
 
