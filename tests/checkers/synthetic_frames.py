@@ -1,4 +1,6 @@
 """Clean synthetic histories as in-memory frames, cached: hypothesis asks for the same few many times."""
+import atexit
+import shutil
 import tempfile
 from functools import lru_cache
 
@@ -9,7 +11,9 @@ from kafka_chaos.history.synthetic import write_synthetic_run
 
 @lru_cache(maxsize=1)
 def _root() -> str:
-    return tempfile.mkdtemp(prefix="kafka-chaos-synthetic-")
+    root = tempfile.mkdtemp(prefix="kafka-chaos-synthetic-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)    # the frames are read into memory once written
+    return root
 
 
 @lru_cache(maxsize=32)

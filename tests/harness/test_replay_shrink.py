@@ -47,6 +47,15 @@ def synthetic(run_dir, lost: bool):
     return json.loads((run_dir / "verdict.json").read_text())
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _templates_removed():
+    """The templates live outside any test's tmp_path (they are shared): removed with the module."""
+    yield
+    for template in _TEMPLATES.values():
+        shutil.rmtree(template.parent, ignore_errors=True)
+    _TEMPLATES.clear()
+
+
 def make_original(root):
     run_dir = root / "results" / "orig-run"
     synthetic(run_dir, lost=True)
