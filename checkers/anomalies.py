@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_chaos.checkers import instances
+from kafka_chaos.checkers import availability_files, instances
 from kafka_chaos.checkers import spark_buckets as buckets
 from kafka_chaos.checkers import spark_divergent as divergent
 from kafka_chaos.checkers import spark_hub as hub
@@ -66,10 +66,12 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     narrow = rows <= buckets.MAX_ROWS     # else the bucket table itself is too large to bring to the driver
     gather = rows <= ONE_TASK_ROWS and spark.sparkContext.master.startswith("local")   # spark_queries.one_task
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
+        # locally the driver reads the files itself: the availability islands in numpy (availability_files)
+        avail = pool.submit(availability_files.runs_islands, runs) if gather else \
+            pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
         send_summary = None if narrow else pool.submit(_sends_summary, q.one_task(sends, gather))
-        avail = pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER, gather), "availability buckets")
         read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)

@@ -84,7 +84,8 @@ def reads_summary(reads: DataFrame) -> DataFrame:
 def one_task(df: DataFrame, gather: bool) -> DataFrame:
     """`df` in a single task when `gather`: a window or aggregation over it then needs no exchange (a single
     partition satisfies any clustering), which on 2 cores costs more CPU than it saves in parallelism. The check
-    gathers its windows, the availability buckets' aggregation and the sends summary (checkers.anomalies).
+    gathers its windows and, for histories too large for bucket sums, the sends summary (checkers.anomalies); a local
+    check's availability buckets are computed in numpy instead (checkers.availability_files).
 
     Warm, one session, the 10M file (bench/query_bench.py, rounds 2-3): nonmonotonic sends 7.1-8.1 -> 5.7-6.0 JVM
     CPU-s, poll gaps 6.1-6.4 -> 4.7, availability buckets 6.7-9.5 -> 5.8-6.7; each query's wall time is longer,
@@ -94,7 +95,7 @@ def one_task(df: DataFrame, gather: bool) -> DataFrame:
     return df.coalesce(1) if gather else df
 
 
-def availability_buckets(sends: DataFrame, bucket_ns: int, never: int, gather: bool = False) -> DataFrame:
+def availability_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFrame:
     """(run, partition, pending, first, last) in one scan of the sends: for pending = 0, the ack times of acks=1/all ok
     sends per bucket of completion time; for pending = 1, the first invoke and last completion (`never` if one
     never completed) of the acks=1/all sends invoked in each bucket. Each merged into islands (checkers.availability):
@@ -102,7 +103,7 @@ def availability_buckets(sends: DataFrame, bucket_ns: int, never: int, gather: b
 
     Each send stands in both tables, so it is read once and aggregated twice (a two-row explode) rather than
     scanned and shuffled by two queries."""
-    acked = one_task(sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull()), gather) \
+    acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull()) \
         .select("run", "partition", "t_invoke_ns", "t_complete_ns", (F.col("outcome") == "ok").alias("ok"),
                 F.explode(F.array(F.lit(0), F.lit(1))).alias("pending"))
     rows = acked.where((F.col("pending") == 1) | F.col("ok"))

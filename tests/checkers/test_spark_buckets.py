@@ -70,10 +70,9 @@ def test_the_availability_islands_window_runs_in_the_stage_of_its_repartition(sp
 @pytest.mark.spark
 @pytest.mark.parametrize("gather", [True, False], ids=["one-task", "exchanged"])
 def test_gathered_windows_plan_no_exchange_and_find_the_same_rows(spark, tmp_path, gather):
-    """In one task (spark_queries.one_task) the nonmonotonic-sends and poll-gap windows need no exchange and the
-    availability buckets only the islands' repartition; exchanged, each window has its own. The rows are the same."""
+    """In one task (spark_queries.one_task) the nonmonotonic-sends and poll-gap windows need no exchange; exchanged,
+    each window has its own. The rows are the same."""
     from kafka_chaos.checkers import spark_queries as q
-    from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
     from kafka_chaos.checkers.spark_collect import READ_COLUMNS, SEND_COLUMNS, load
 
     from .conftest import read, send, write_run
@@ -84,12 +83,10 @@ def test_gathered_windows_plan_no_exchange_and_find_the_same_rows(spark, tmp_pat
     dirs = {f"r{i}": write_run(tmp_path / f"r{i}", sends, reads) for i in range(2)}
     s, r = load(spark, dirs, "sends.parquet", SEND_COLUMNS), load(spark, dirs, "reads.parquet", READ_COLUMNS)
     mono, gaps = q.nonmonotonic_sends(s, gather), q.poll_gaps(r, gather)
-    avail = q.availability_buckets(s, BUCKET_NS, NEVER, gather)
     assert sorted(mono.toPandas()["op_id"]) == [13, 13]                 # in both runs
     assert sorted(gaps.toPandas()[["partition", "offset", "from_offset"]].itertuples(index=False)) == \
         [(2, 7, 5), (2, 7, 5)]
-    assert len(avail.toPandas()) == 2 * 3 * 2
-    assert [len(_exchanges(df)) for df in (mono, gaps, avail)] == ([0, 0, 1] if gather else [1, 1, 2])
+    assert [len(_exchanges(df)) for df in (mono, gaps)] == ([0, 0] if gather else [1, 1])
 
 
 @pytest.mark.spark
