@@ -103,8 +103,9 @@ def availability_buckets(sends: DataFrame, bucket_ns: int, never: int) -> DataFr
 
     Each send stands in both tables, so it is read once and aggregated twice (a two-row explode) rather than
     scanned and shuffled by two queries."""
+    acked_ok = (F.col("outcome") == "ok") & F.col("t_complete_ns").isNotNull()     # an ack has a time
     acked = sends.where(F.col("acks").isin(*ACKED) & F.col("partition").isNotNull()) \
-        .select("run", "partition", "t_invoke_ns", "t_complete_ns", (F.col("outcome") == "ok").alias("ok"),
+        .select("run", "partition", "t_invoke_ns", "t_complete_ns", acked_ok.alias("ok"),
                 F.explode(F.array(F.lit(0), F.lit(1))).alias("pending"))
     rows = acked.where((F.col("pending") == 1) | F.col("ok"))
     is_pending = F.col("pending") == 1

@@ -136,3 +136,25 @@ def test_the_sends_summary_names_acks_and_outcomes_the_history_format_does_not_d
     for run_id, n in (("odd", 4), ("plain", 2)):
         s, r = frames([dict(x) for x in sends[:n]], [dict(x) for x in reads[:n - 1 if n == 4 else n]])
         assert findings.counts[run_id] == count(s, r)
+
+
+@pytest.mark.parametrize("history", ["synthetic", "edge-rows"])
+def test_the_spark_availability_job_gives_the_reference_islands(spark, tmp_path, history):
+    """A local check takes the islands from numpy (checkers.availability_files); on a cluster, Spark's own job does:
+    the same tables."""
+    from kafka_chaos.checkers import spark_queries as q
+    from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+    from kafka_chaos.checkers.spark_collect import SEND_COLUMNS, load, to_pandas
+    from kafka_chaos.history.reader import read_table
+    from kafka_chaos.history.schema import SENDS_SCHEMA
+    from tests.checkers.test_availability_files import EDGES
+
+    run = write_synthetic_run(tmp_path / "run", sends=3000, seed=4, inject={"lost": 2, "failed_read": 1}) \
+        if history == "synthetic" else write_run(tmp_path / "run", [dict(r) for r in EDGES], [])
+    rows = to_pandas(q.availability_buckets(load(spark, {"run": run}, "sends.parquet", SEND_COLUMNS), BUCKET_NS, NEVER))
+    reference = reference_buckets(read_table(run / "history" / "sends.parquet", SENDS_SCHEMA))
+    order = ["partition", "first", "last"]
+    for flag, expected in enumerate(reference):
+        got = rows[rows["pending"] == flag][order].astype("int64").sort_values(order).reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected[order].astype("int64").sort_values(order).reset_index(drop=True))
+        assert len(got)
