@@ -7,6 +7,7 @@ shape of checkers.instances, so they compare row for row with the pandas referen
 """
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from kafka_chaos.checkers.spark_collect import (
     shuffle_partitions,
     sql_conf,
     to_pandas,
+    wait_for_group,
 )
 
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows per task in the value exchange
@@ -70,10 +72,18 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
         avail = pool.submit(availability_files.runs_islands, runs) if local else \
             pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
-        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) if narrow else None
+        sums_group = f"bucket-sums-{uuid.uuid4().hex}"     # one per pass: a warm session keeps earlier jobs' groups
+        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL, sums_group) \
+            if narrow else None
         nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
         send_summary = None if narrow else pool.submit(_sends_summary, q.one_task(sends, gather))
         read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
+        if gather and narrow:
+            # The poll-gap window is one long task (one_task). Submitted before the bucket sums (it plans faster), it
+            # took the core their five scan tasks then waited for, and the per-value pass after them; behind them,
+            # it runs beside the driver's judging and that pass instead. 10M file, alternating (2026-11-27): `check`
+            # 20.8-21.4 s against 22.3-24.0 s, 6 pairs; the pass's last task ends at 15.4 s of jobs instead of 16.0.
+            wait_for_group(spark, sums_group, sums)
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather)
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
         send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if narrow else \

@@ -119,6 +119,33 @@ def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_b
 
 
 @pytest.mark.spark
+def test_a_gathered_pass_submits_the_poll_gap_window_only_once_the_bucket_sums_run(spark, tmp_path, monkeypatch):
+    """The poll-gap window is one long task locally: submitted first, it would take the core the bucket sums' scan
+    waits for (anomalies); so it waits until Spark has the sums' job."""
+    from kafka_chaos.checkers import anomalies
+
+    from .conftest import read, send, write_run
+
+    groups, submitted_after = [], []
+    collect = anomalies.to_pandas
+    tracker = spark.sparkContext.statusTracker()
+
+    def recording(df, label=None, pool=None, group=None):
+        if group:
+            groups.append(group)
+        if label == "poll gaps":
+            submitted_after.append(bool(groups) and bool(tracker.getJobIdsForGroup(groups[0])))
+        return collect(df, label, pool, group)
+
+    monkeypatch.setattr(anomalies, "to_pandas", recording)
+    run = write_run(tmp_path / "r", [send(f"v{k}", partition=0, offset=k, t=k) for k in range(10)],
+                    [read(f"v{k}", partition=0, offset=k + k // 5, consumer="c1", seq=k) for k in range(10)])
+    found = anomalies.find_anomalies_spark(spark, {"r": run})
+    assert submitted_after == [True] and len(groups) == 1
+    assert found.counts["r"].sends == 10
+
+
+@pytest.mark.spark
 def test_a_bucket_of_two_producer_settings_is_judged_as_one_and_the_sums_count_every_send(spark, tmp_path):
     """The bucket sums also carry the sends summary, so a bucket's acked sends come in one row per producer setting
     (acks, idempotence). Their masks are OR-ed before the offsets are counted: two settings acked at two offsets
