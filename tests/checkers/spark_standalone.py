@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pyspark
 
+from kafka_chaos.checkers import spark as checker_spark
+
 SPARK_HOME = Path(pyspark.__file__).parent
 MARKER = "KAFKA_CHAOS_SPARK_STANDALONE"
 
@@ -133,9 +135,11 @@ class Standalone:
     def files_outside(self, allowed: Path, top: Path = Path("/tmp")) -> set[str]:
         """Files under `top` but outside `allowed` that a process of ours holds open now (a JVM's own perf-data
         file excepted, which it removes at exit): where its scratch would be if the redirection missed it. The
-        installation itself (this virtualenv's pyspark jars) is not scratch, even when the checkout lives in /tmp."""
+        installation itself (this virtualenv's pyspark jars, and the checkers' own files, such as the scheduler pools
+        the driver reads at start) is not scratch, even when the checkout lives in /tmp."""
         found = set()
-        installed = (f"{Path(sys.prefix).resolve()}/", f"{Path(sys.base_prefix).resolve()}/")
+        installed = (f"{Path(sys.prefix).resolve()}/", f"{Path(sys.base_prefix).resolve()}/",
+                     f"{checker_spark.POOLS_FILE.resolve().parent}/")
         for pid in self.leftovers():
             try:
                 targets = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
