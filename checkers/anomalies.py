@@ -3,7 +3,9 @@
 The histories never come back to the driver. What does: per-run summaries (a few rows), availability islands,
 the candidate values of the per-value kinds, the send columns of those candidates, and the (usually empty)
 divergent positions, min.insync breaches and consumer gaps. Instance rows are then put together in pandas, in the
-shape of checkers.instances, so they compare row for row with the pandas reference.
+shape of checkers.instances, so they compare row for row with the pandas reference. One exception, local checks
+only: there the driver reduces five columns of the sends to the availability islands itself, in batches
+(checkers.availability_files), as cheaper than Spark's job.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Measured from the sends alone, never from the model: a stall is a maximal interv
 partition while at least one send to it was pending (invoked, not yet completed), longer than a threshold.
 A send that timed out and a send acked late both make one; an idle producer does not.
 
-Both finders (Spark and the pandas reference) reduce the sends to two small tables of 100 ms buckets first:
+Every finder (the pandas reference; a local check's numpy pass over the files, availability_files; Spark's job on a
+cluster) reduces the sends to two small tables of 100 ms buckets first:
 - acks: (partition, first, last) ack time of the acks=1/all `ok` sends completed in each bucket;
 - pending: (partition, first invoke, last completion) of the acks=1/all sends invoked in each bucket, where a send
   that never completed counts as pending until the end of the run.
