@@ -59,7 +59,7 @@ def bucket_extremes(p: np.ndarray, b: np.ndarray, first: np.ndarray, last: np.nd
     p0, b0 = p.min(), b.min()
     width = int(b.max() - b0) + 1
     cells = (int(p.max() - p0) + 1) * width
-    if cells <= 4 * len(p) + 65536:
+    if cells <= 2 * len(p) + 65536:        # at most ~34 bytes of cells per row, as the rows themselves
         key = (p - p0) * width + (b - b0)
         lo, hi = np.full(cells, _HIGHEST), np.full(cells, _LOWEST)
         np.minimum.at(lo, key, first)
