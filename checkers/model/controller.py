@@ -46,9 +46,24 @@ class _Controller(_ZooKeeperMode, _State):
                 continue
             if self.connected_since.get(n) is None:
                 self.connected_since[n] = t
+            if self._refused_registration(n):
+                continue
+            self.new_incarnation.discard(n)
             self.last_hb[n] = t
             if self.fenced[n] and self.alive[n] and t >= self.ready_at[n]:
                 self._unfence(n, t)
+
+    def _refused_registration(self, n) -> bool:
+        """A broker restarted before its old session lapsed is a new incarnation, and the controller refuses its
+        registration while the old one's session is valid (ClusterControlManager.registerBroker throws
+        DuplicateBrokerRegistrationException when heartbeatManager.hasValidSession and the incarnation ids differ).
+        Without a registration it has no broker epoch to heartbeat with, so the old session lapses
+        broker.session.timeout.ms after the old process's last heartbeat, the controller fences it, and the
+        partitions it led elect from the rest of their ISR (BrokerHeartbeatManager's stale-broker fencing, as for any
+        broker that stopped heartbeating); then it registers, fenced, and is unfenced once caught up. Seen on
+        2026-11-27 (a follower kill of 5.2 s with a 6 s session): the killed broker, leader of another partition,
+        lost that leadership 3.5 s after its restart, while the model had kept it leader."""
+        return n in self.new_incarnation and not self.fenced[n]
 
     def _unfence(self, n: int, t: int):
         """Back from an unclean shutdown, a broker leaves every ELR when it registers again

@@ -85,6 +85,7 @@ class _State:
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
         self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
         self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
+        self.new_incarnation: set[int] = set()      # KRaft: restarted before their old session lapsed (_heartbeats)
         self.started_at: dict[int, int] = {}    # when each broker's process last started again
         self.down_at: dict[int, int] = {}       # when each broker was last killed, stopped or paused
 
@@ -113,6 +114,8 @@ class _State:
         else:
             self.started_at[n] = t
             self.thawed.discard(n)
+            if not self.zk_mode and not self.fenced[n]:
+                self.new_incarnation.add(n)
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg

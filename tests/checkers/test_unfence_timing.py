@@ -127,3 +127,30 @@ def test_a_thaw_with_logs_takes_the_logged_grant_even_when_it_precedes_the_heal_
                       PAUSE, t_begin=T, t_end=T + 150 * S, unfences={1: [T + 54_800 * MS], 2: [T + 54_800 * MS]})
     back = [e for e in model.events if e["event"] == "unfenced"]
     assert {e["node"] for e in back} == {1, 2} and all(55 * S <= e["t_ns"] - T < 56 * S for e in back)
+
+
+# The run of 2026-11-27 03:44 (README, "A quick restart is fenced"): the killed broker led a partition and came back
+# 5.2 s later, within its 6 s session. The controller refused the new incarnation's registration until the old
+# session lapsed, fenced it then ("Fencing broker 3 at epoch 14 because its session has timed out", 10.6 s after the
+# start), and the partition elected from the rest of its ISR; the samples showed leader 2, ISR [2, 1].
+QUICK = [proc("start", 1, 4), proc("heal", 1, 9)]       # back after 5 s, within the 6 s session
+
+
+def test_a_broker_restarted_within_its_session_is_still_fenced_when_the_session_lapses():
+    model = run_model(cfg(min_insync_replicas=2, unclean_leader_election=False), QUICK, t_begin=T, t_end=T + 60 * S)
+    for replay in [model] + model.alternatives:
+        fenced = [e for e in replay.events if e["event"] == "fenced"]
+        assert [e["node"] for e in fenced] == [1]
+        assert 10 * S <= fenced[0]["t_ns"] - T <= 10 * S + S // 2           # the last heartbeat at 4 s, plus 6 s
+        elected = [e for e in replay.events if e["event"] == "leader"]
+        assert [(e["leader"], e["how"]) for e in elected] == [(2, "from the ISR")]
+        assert elected[0]["t_ns"] == fenced[0]["t_ns"]
+    seen = pd.DataFrame([sample(t, 1, (1, 2, 3)) for t in range(0, 12_500, 500)] +
+                        [sample(t, 2, (2, 3)) for t in range(12_500, 60_000, 500)])
+    assert model_disagreements(model, seen) == []
+
+
+def test_a_broker_paused_as_long_keeps_its_session_and_its_leadership():
+    pause = [proc("start", 1, 4, "pause"), proc("heal", 1, 9, "pause")]
+    model = run_model(cfg(min_insync_replicas=2, unclean_leader_election=False), pause, t_begin=T, t_end=T + 60 * S)
+    assert [e for e in model.events if e["event"] in ("fenced", "leader")] == []
