@@ -62,7 +62,7 @@ class _Controller(_ZooKeeperMode, _State):
         partitions it led elect from the rest of their ISR (BrokerHeartbeatManager's stale-broker fencing, as for any
         broker that stopped heartbeating); then it registers, fenced, and is unfenced once caught up. Seen on
         2026-11-27 (a kill of 5.2 s with a 6 s session, README "A quick restart is fenced"): the controller logged
-        the fencing 6.5 s after the kill, 1.4 s after the restart, and the new incarnation's registration 2.3 s
+        the fencing 6.6 s after the kill, 1.3 s after the restart, and the new incarnation's registration 2.3 s
         later; the broker's partition elected from the rest of its ISR, where the model had kept it leader."""
         return n in self.new_incarnation and not self.fenced[n]
 
