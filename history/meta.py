@@ -105,6 +105,12 @@ class RunMeta:
                               else 10_000)
 
     @property
+    def request_timeout_ms(self) -> int:
+        """request.timeout.ms of the brokers: how long a replica fetcher waits for an answer before it drops the
+        connection (checkers/model, `_Sim.fetch_stuck_until`)."""
+        return self.broker_ms("request.timeout.ms", 30_000)
+
+    @property
     def broker_session_timeout_ms(self) -> int:
         """The session whose expiry fences a broker: with the KRaft controller, or in ZooKeeper mode with ZooKeeper
         (zookeeper.session.timeout.ms: 18 s from 2.5, KIP-537; 6 s before)."""

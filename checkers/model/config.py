@@ -59,6 +59,7 @@ class ModelConfig:
     elr_enabled: bool = False
     replica_lag_time_max_ms: int = 30_000
     broker_session_timeout_ms: int = 9_000
+    request_timeout_ms: int = 30_000            # a replica fetcher's wait for an answer (_Sim.fetch_stuck_until)
     acks: tuple[str, ...] = ("all",)
     producers: tuple[dict, ...] = ()
     idempotent: tuple[bool, ...] = ()
@@ -78,7 +79,8 @@ class ModelConfig:
                    replication_factor=meta.replication_factor, min_insync_replicas=meta.min_insync_replicas,
                    unclean_leader_election=meta.unclean_leader_election, elr_enabled=meta.elr_enabled,
                    replica_lag_time_max_ms=meta.replica_lag_time_max_ms,
-                   broker_session_timeout_ms=meta.broker_session_timeout_ms, acks=acks,
+                   broker_session_timeout_ms=meta.broker_session_timeout_ms,
+                   request_timeout_ms=meta.request_timeout_ms, acks=acks,
                    producers=tuple(meta.producers), idempotent=idem, brokers=tuple(meta.brokers),
                    controllers=tuple(meta.controllers), flush_interval_messages=meta.flush_interval_messages,
                    flush_interval_ms=meta.flush_interval_ms, flush_check_ms=meta.flush_check_ms,

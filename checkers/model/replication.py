@@ -71,7 +71,8 @@ class _Replication(_Controller):
             return fetched
         for f in part.replicas:
             if f != leader and self.up(f) and part.view[f][:2] == (leader, part.epoch) and self.link(f, leader) \
-                    and not self.lagging(f) and not self.link_lagging(f, leader):
+                    and not self.lagging(f) and not self.link_lagging(f, leader) \
+                    and t >= self.fetch_stuck_until.get((f, leader), t):
                 part.logs[f] = [list(s) for s in part.logs[leader]]
                 part.caught_up[f] = t
                 fetched.add(f)

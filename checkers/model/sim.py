@@ -6,6 +6,8 @@ from kafka_chaos.checkers.model.config import ACKED, REPLICATION_SLACK_NS, TICK_
 from kafka_chaos.checkers.model.replication import _Replication
 from kafka_chaos.checkers.model.windows import Window, _cut, _merge, _minus, _union
 
+RTO_MIN_NS, RTO_MAX_NS = 200_000_000, 120_000_000_000    # Linux's TCP_RTO_MIN and TCP_RTO_MAX
+
 
 class _Sim(_Replication):
     def apply(self, i: int, f: FaultEffect, t: int):
@@ -25,10 +27,12 @@ class _Sim(_Replication):
         elif f.effect == "reassign" and f.moves and f.partition in self.parts:
             self._reassign(f.partition, list(f.moves[1] if start else f.moves[0]), t)
         elif f.effect in ("net", "loss"):
+            linked = self._fetch_links()
             if start and (f.effect == "net" or f.probability >= 0.5):
                 self.drops[i] = set(f.drops)
             elif not start:
                 self._heal_drops(f)
+            self._stuck_fetchers(linked, self._fetch_links(), t)
 
     def _apply_process(self, f: FaultEffect, start: bool, t: int):
         """kill and power_loss end the process uncleanly (power loss also drops the unflushed tail); stop is a
@@ -66,6 +70,31 @@ class _Sim(_Replication):
             if s.fault == f.fault and s.nodes == f.nodes and set(s.links) == set(f.links):
                 del self.slow_links[k]
                 return
+
+    def _fetch_links(self) -> set:
+        """(follower, leader) broker pairs, both running, whose link carries fetches now. Every pair: the 50
+        __consumer_offsets partitions put a leader on every broker, so each broker's fetcher threads reach all
+        the others (one thread per source broker, num.replica.fetchers=1)."""
+        up = [n for n in self.nodes if self.up(n)]
+        return {(a, b) for a in up for b in up if a != b and self.link(a, b)}
+
+    def _stuck_fetchers(self, before: set, after: set, t: int):
+        """A replica fetcher whose link is cut while both brokers run keeps waiting for the answer to the fetch it
+        had in flight: BrokerBlockingSender sends through a NetworkClient whose requests time out after the
+        broker's request.timeout.ms (30 s), and only then drops the connection and reconnects. Until then only TCP
+        can revive it, at its next retransmission after the heal (Linux backs off from TCP_RTO_MIN, 200 ms,
+        doubling each time). So a healed follower fetches again at the earlier of the two, not at the heal: seen
+        twice on 2026-11-27 (README, "A follower that rejoins late"), where the healed broker never rejoined the
+        ISR in the 10 s before the next fault."""
+        for pair in before - after:
+            self.fetch_cut.setdefault(pair, t)
+        for pair in after & set(self.fetch_cut):
+            cut = self.fetch_cut.pop(pair)
+            retransmit, rto = cut + RTO_MIN_NS, RTO_MIN_NS
+            while retransmit < t:
+                rto = min(2 * rto, RTO_MAX_NS)
+                retransmit += rto
+            self.fetch_stuck_until[pair] = min(cut + self.cfg.request_timeout_ms * 1_000_000, retransmit)
 
     def _heal_drops(self, f: FaultEffect):
         """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""

@@ -86,6 +86,8 @@ class _State:
         self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
         self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
         self.new_incarnation: set[int] = set()      # KRaft: restarted before their old session lapsed (_heartbeats)
+        self.fetch_cut: dict[tuple, int] = {}           # (follower, leader) -> when their link was cut, both up
+        self.fetch_stuck_until: dict[tuple, int] = {}   # (follower, leader) -> when its fetcher works again
         self.started_at: dict[int, int] = {}    # when each broker's process last started again
         self.down_at: dict[int, int] = {}       # when each broker was last killed, stopped or paused
 

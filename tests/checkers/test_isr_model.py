@@ -293,3 +293,30 @@ def test_brokers_fenced_together_may_leave_a_follower_as_the_last_isr_member_so_
     assert model.durability(0, T0 + 25 * S, "1", T0 + 25 * S)[0] == "at_risk"
     assert model.durability(0, T0 + 25 * S, "all", T0 + 25 * S)[0] == "guaranteed"
     assert model.durability(0, T0 + 5 * S, "1", T0 + 5 * S)[0] == "guaranteed"
+
+
+# A healed follower's replica fetcher waits on the fetch it had in flight when the link was cut: until the broker's
+# request.timeout.ms after the cut, or TCP's next retransmission after the heal (README, "A follower that rejoins
+# late"). The retransmissions of a link cut at 10 s: 10.2, 10.6, 11.4, 13.0, 16.2, 22.6, 35.4 s, ...
+
+def elected(model):
+    return [(e["leader"], round((e["t_ns"] - T0) / S)) for e in model.events if e["event"] == "leader"]
+
+
+def test_a_broker_healed_after_15_s_is_not_back_in_the_isr_when_the_next_leader_fails():
+    """As in the leader-isolate runs of 2026-11-27: 1 is cut off 10-25 s, 2 takes over; when 2 is cut off at 35 s,
+    1 has fetched nothing since the heal (its fetcher waits until 35.4 s), so 3 is elected, not 1."""
+    faults = [isolate(1, T0 + 10 * S), isolate(1, T0 + 25 * S, "heal"), isolate(2, T0 + 35 * S),
+              isolate(2, T0 + 60 * S, "heal")]
+    model = run_model(cfg(), faults, t_begin=T0, t_end=T0 + 90 * S)
+    assert [leader for leader, _ in elected(model)][:2] == [2, 3]
+    quick = run_model(cfg(request_timeout_ms=1_000), faults, t_begin=T0, t_end=T0 + 90 * S)   # dropped at 11 s
+    assert [leader for leader, _ in elected(quick)][:2] == [2, 1]
+
+
+def test_a_follower_cut_off_for_2_s_fetches_again_at_the_next_retransmission():
+    faults = [isolate(3, T0 + 10 * S), isolate(3, T0 + 12 * S, "heal")]
+    model = run_model(cfg(), faults, t_begin=T0, t_end=T0 + 60 * S)
+    assert model.unwritable(0, T0 + 13_500_000_000, T0 + 13_500_000_000, "all")    # waits for 3 until 13.0 s
+    assert not model.unwritable(0, T0 + 14_500_000_000, T0 + 14_500_000_000, "all")
+    assert elected(model) == []
