@@ -106,7 +106,8 @@ def _simulate(cfg: ModelConfig, events: list[FaultEffect], samples: pd.DataFrame
             # will until the next fault row. Skip there (or to the end), carrying on whatever goes on now.
             # A broker starting up or catching up (Timing) is a timer too: stop short of when it is ready.
             waits = [r for n, r in sim.ready_at.items() if r > t and sim.fenced.get(n) and sim.alive.get(n)] + [
-                c + sim.catchup_ns for c in sim.connected_since.values() if c is not None and c + sim.catchup_ns > t]
+                c + sim.catchup_ns for c in sim.connected_since.values() if c is not None and c + sim.catchup_ns > t] \
+                + [u for u in sim.fetch_stuck_until.values() if u > t]
             t_next = min([queue[qi][1].t_ns if qi < len(queue) else stop + TICK_NS] + waits) - TICK_NS
             if t_next > t:
                 sim.advance_steady(t, t_next)

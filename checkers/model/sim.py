@@ -46,6 +46,8 @@ class _Sim(_Replication):
         for n in f.nodes:
             self.alive[n] = not start
             self.went_down(n, t) if start else self.restarted(n, t)
+            if not start:
+                self._new_fetchers(n)
             if f.effect == "stop":
                 if start:
                     self._controlled_shutdown(n, t)
@@ -95,6 +97,12 @@ class _Sim(_Replication):
                 rto = min(2 * rto, RTO_MAX_NS)
                 retransmit += rto
             self.fetch_stuck_until[pair] = min(cut + self.cfg.request_timeout_ms * 1_000_000, retransmit)
+
+    def _new_fetchers(self, n):
+        """A new process of broker n has new fetcher connections: none of them waits on a fetch of the old one."""
+        for pair in [k for k in (*self.fetch_cut, *self.fetch_stuck_until) if k[0] == n]:
+            self.fetch_cut.pop(pair, None)
+            self.fetch_stuck_until.pop(pair, None)
 
     def _heal_drops(self, f: FaultEffect):
         """Undo the start rows this heal row closes (one, or the parts worst_case_onsets split it into)."""

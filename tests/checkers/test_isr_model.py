@@ -320,3 +320,14 @@ def test_a_follower_cut_off_for_2_s_fetches_again_at_the_next_retransmission():
     assert model.unwritable(0, T0 + 13_500_000_000, T0 + 13_500_000_000, "all")    # waits for 3 until 13.0 s
     assert not model.unwritable(0, T0 + 14_500_000_000, T0 + 14_500_000_000, "all")
     assert elected(model) == []
+
+
+def test_a_follower_restarted_while_cut_off_has_no_fetch_to_wait_on_after_the_heal():
+    from kafka_chaos.checkers.model.run import _simulate
+
+    empty = pd.DataFrame(columns=["t_ns", "partition", "leader", "isr"])
+    cut = [isolate(3, T0 + 10 * S), isolate(3, T0 + 12 * S, "heal")]
+    waits = _simulate(cfg(), cut, empty, T0, T0 + 60 * S).fetch_stuck_until
+    assert waits[(3, 1)] == T0 + 13 * S                          # the retransmission after the heal
+    restarted = cut[:1] + [kill(3, T0 + 11 * S), restart(3, T0 + 11_500_000_000)] + cut[1:]
+    assert (3, 1) not in _simulate(cfg(), restarted, empty, T0, T0 + 60 * S).fetch_stuck_until
