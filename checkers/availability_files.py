@@ -21,18 +21,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+from kafka_chaos.history.schema import ACKED
 
 BATCH_ROWS = 1 << 21
 COLUMNS = ["partition", "acks", "outcome", "t_invoke_ns", "t_complete_ns"]
-ACKED = pa.array(["1", "all"])
 _LOWEST, _HIGHEST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+_NONE = tuple(np.empty(0, np.int64) for _ in range(4))      # no bucket rows
 
 
 def file_islands(sends_path: Path, batch_rows: int = BATCH_ROWS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(acks, pending) island tables, (partition, first, last) each, of one run's sends file."""
     acks, pending = [], []
     for batch in pq.ParquetFile(sends_path).iter_batches(batch_size=batch_rows, columns=COLUMNS):
-        batch = batch.filter(pc.and_(pc.is_in(batch["acks"], ACKED), pc.is_valid(batch["partition"])))
+        batch = batch.filter(pc.and_(pc.is_in(batch["acks"], pa.array(ACKED)), pc.is_valid(batch["partition"])))
         if not batch.num_rows:
             continue
         p = batch["partition"].to_numpy().astype(np.int64)
@@ -46,9 +47,6 @@ def file_islands(sends_path: Path, batch_rows: int = BATCH_ROWS) -> tuple[pd.Dat
         pending.append(bucket_extremes(p, invoked // BUCKET_NS, invoked, done))
     return tuple(islands(bucket_extremes(*(np.concatenate(c) for c in zip(*parts))) if parts else _NONE)
                  for parts in (acks, pending))
-
-
-_NONE = tuple(np.empty(0, np.int64) for _ in range(4))
 
 
 def bucket_extremes(p: np.ndarray, b: np.ndarray, first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, ...]:
