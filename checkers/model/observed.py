@@ -11,7 +11,8 @@ counts only when it persists: a new leader for at least two consecutive samples,
 earlier maximum for at least two consecutive samples (or until the last sample).
 
 A disagreement is an observed event the model did not predict within TOLERANCE_NS (the model's timing is
-approximate: detection times, sampling), or a predicted unclean election the cluster never showed. An election
+approximate: detection times, sampling), a predicted unclean election the cluster never showed, or an election of a
+broker no replay of the model elected (`leader_mismatch`, see elections.py). An election
 that waited for a restarted broker to start up is predicted over a span (`since_ns` to `until_ns`, see _span) when the
 run's logs do not give the controller's real unfence time.
 """
@@ -118,7 +119,7 @@ def _elections(p: int, rows: list[dict]) -> list[dict]:
         persists = all(x == lead for x in leaders[i:i + PERSIST]) and len(leaders[i:i + PERSIST]) == PERSIST
         if lead is not None and lead != last_leader and persists and (last_leader is not None or last_isr):
             out.append({"event": "election", "partition": p, "t_ns": int(r["t_ns"]), "leader": lead,
-                        "previous": last_leader, "previous_isr": sorted(last_isr),
+                        "previous": last_leader, "previous_isr": sorted(last_isr), "isr": sorted(_members(r["isr"])),
                         "how": _how_elected(lead, r, last_isr, last_elr)})
         if lead is not None and persists:
             last_leader = lead
@@ -242,6 +243,9 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
                 out.append({"kind": "predicted_unclean_election_not_seen", "partition": p, "t_ns": t,
                             "detail": f"the model elected broker {e.get('leader')} uncleanly for partition {p}; "
                                       f"the cluster samples show no such election"})
+    from kafka_chaos.checkers.model.elections import leader_mismatches  # (elections imports this module)
+    flagged = {(d["partition"], d["t_ns"]) for d in out if "election" in d["kind"]}    # once per election
+    out += [d for d in leader_mismatches(model, samples, events) if (d["partition"], d["t_ns"]) not in flagged]
     return sorted(out, key=lambda d: (d["t_ns"], d["partition"]))
 
 

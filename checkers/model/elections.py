@@ -1,0 +1,119 @@
+"""Who the cluster elected against who the model elected: the self-check's look at the leader itself.
+
+observed.py checks how each election the samples show happened (from the ISR or not) against the model's
+predictions. This checks who: every election in cluster.parquet (observed_events, a new leader persisting two
+samples) must be one that some replay of the model (the recorded timing, the late one, and the keeping-up one for a
+slowed node; run_model) also made, the same broker for the same partition within TOLERANCE_NS of it (or of the span
+of an election that waited for a restarted broker's start-up). An election no replay made is a `leader_mismatch`
+disagreement naming the broker the cluster elected, the brokers the replays elected nearby (or nobody), and the
+candidates the model had then (its ISR, ELR and fenced brokers). Like every disagreement it is a finding about the
+model, not a Kafka violation: it never changes the verdict.
+
+Not flagged: a preferred-leader election, which the model does not replay. Kafka moves leadership back to a
+partition's preferred replica by itself (auto.leader.rebalance.enable, on by default and left on by the harness:
+the KRaft controller runs it leader.imbalance.check.interval.seconds, 300 s, after leaders became imbalanced,
+QuorumController.maybeScheduleNextBalancePartitionLeaders; the ZooKeeper controller every 300 s), and a cluster
+kept up across runs can carry that schedule into any run. The samples tell it apart from a failover: the old
+leader is still in the ISR beside the new one, which was in the ISR before. Every failover (a fencing, a
+controlled shutdown, an election after an unclean loss) takes the old leader out of the ISR in the same change
+(ReplicationControlManager, PartitionChangeBuilder). Such a move is flagged only if a replay elected another
+broker there.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from kafka_chaos.checkers.model.observed import TOLERANCE_NS, _members, _near, _partitions, _span, observed_events
+
+REPLAYS = ("recorded", "late", "keeping up")         # run_model's timings, in the order of [model, *alternatives]
+
+
+def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = None) -> list[dict]:
+    """A `leader_mismatch` disagreement for each election in the samples that no replay of the model made.
+    events: observed_events(samples), if already computed."""
+    events = observed_events(samples) if events is None else events
+    elections = [e for e in events if e["event"] == "election"]
+    if not elections:
+        return []
+    replays = [model, *getattr(model, "alternatives", ())]
+    first = _first_samples(samples)
+    out = []
+    for e in elections:
+        p, t, leader = e["partition"], e["t_ns"], e["leader"]
+        near = [(name, x) for name, r in zip(REPLAYS, replays) for x in r.events
+                if x.get("event") == "leader" and _partition(x) == p and _near([_span(x)], t)]
+        if any(x.get("leader") is not None and int(x["leader"]) == leader for _, x in near):
+            continue
+        if not near and _preferred_move(e):
+            continue
+        out.append(_mismatch(e, near, _model_state(model.events, p, t, near, first.get(p))))
+    return out
+
+
+def _partition(x: dict) -> int | None:
+    return None if x.get("partition") is None else int(x["partition"])
+
+
+def _first_samples(samples: pd.DataFrame) -> dict[int, dict]:
+    """The first sample of each partition: the model's initial leader and ISR (state._initial_state)."""
+    return {p: g.iloc[0].to_dict() for p, g in _partitions(samples)} if samples is not None and len(samples) else {}
+
+
+def _preferred_move(e: dict) -> bool:
+    """A leader moved while the old one stayed in the ISR: a preferred-leader election, no failover (module doc)."""
+    return e.get("previous") is not None and e["previous"] in e.get("isr", ()) and e["how"] == "from the ISR" \
+        and e["leader"] in e["previous_isr"]
+
+
+def _model_state(events: list[dict], p: int, t: int, near: list, first: dict | None) -> dict:
+    """What the recorded replay had for partition p just before its nearest election there (else at t): its
+    leader, ISR, ELR and fenced brokers, read from its events. Before any ISR change it has the first sample's."""
+    stop = min((x["t_ns"] for name, x in near if name == REPLAYS[0]), key=lambda s: abs(s - t), default=None)
+    leader = None if first is None or pd.isna(first.get("leader")) else int(first["leader"])
+    isr = sorted(_members(first.get("isr"))) if first is not None else []
+    elr: list[int] = []
+    fenced: set[int] = set()
+    for x in events:
+        at = int(x["t_ns"])
+        if at > t and stop is None or stop is not None and (at > stop or at == stop and _is_election(x, p)):
+            break
+        kind = x.get("event")
+        if kind in ("fenced", "unfenced"):
+            (fenced.add if kind == "fenced" else fenced.discard)(int(x["node"]))
+        elif _partition(x) != p:
+            continue
+        elif kind == "isr":
+            isr, elr = list(x["isr"]), list(x.get("elr") or [])
+        elif kind == "leader":
+            leader = int(x["leader"])
+            if x.get("how") != "from the ISR":           # controller._elect: an ELR or unclean leader alone in it
+                isr, elr = [leader], [r for r in elr if r != leader] if x.get("how") == "from the ELR" else []
+        elif kind == "offline":
+            leader = None
+    return {"leader": leader, "isr": isr, "elr": elr, "fenced": sorted(fenced)}
+
+
+def _is_election(x: dict, p: int) -> bool:
+    return x.get("event") == "leader" and _partition(x) == p
+
+
+def _mismatch(e: dict, near: list, state: dict) -> dict:
+    p, t, leader = e["partition"], e["t_ns"], e["leader"]
+    chose: dict[tuple, list[str]] = {}                   # (t_ns, broker, how) -> the replays that elected so
+    for name, x in near:
+        if x.get("leader") is not None:
+            chose.setdefault((int(x["t_ns"]), int(x["leader"]), x.get("how", "")), []).append(name)
+    model_elected = [{"broker": b, "t_ns": at, "how": how, "replays": names}
+                     for (at, b, how), names in sorted(chose.items())]
+    said = "; ".join(f"broker {c['broker']} {c['how']} at {(c['t_ns'] - t) / 1e9:+.1f} s from it "
+                     f"({' and '.join(c['replays'])} timing{'s' * (len(c['replays']) > 1)})" for c in model_elected)
+    kept = "nobody" if state["leader"] is None else f"broker {state['leader']}"
+    elected = f"the model's replays elected {said}" if said else \
+        f"no replay of the model elected anyone within {TOLERANCE_NS / 1e9:g} s (it had {kept} leading)"
+    previous = "nobody" if e["previous"] is None else f"broker {e['previous']}"
+    return {"kind": "leader_mismatch", "partition": p, "t_ns": t, "cluster_leader": leader,
+            "cluster_previous": e["previous"], "cluster_how": e["how"], "model_elected": model_elected,
+            "model_leader": state["leader"], "candidates": {k: state[k] for k in ("isr", "elr", "fenced")},
+            "detail": f"the cluster elected broker {leader} leader of partition {p} (after {previous}, {e['how']}); "
+                      f"{elected}; the model's candidates: ISR {state['isr']}, ELR {state['elr']}, fenced "
+                      f"{state['fenced']}"}
