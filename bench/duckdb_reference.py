@@ -336,10 +336,10 @@ def find(run_dir: Path, windows=(), con=None) -> Findings:
 
 def breach_windows(run_dir: Path) -> list[tuple[int, int, int]]:
     """The certain under-min-ISR windows, from the ISR model exactly as `kafka-chaos check` gets them."""
-    from kafka_chaos.checkers.check import _breach_windows, _model_for
+    from kafka_chaos.checkers.check import _breach_windows, model_for
     from kafka_chaos.history.meta import load_meta
     from kafka_chaos.history.reader import validate_run
-    model, samples = _model_for(validate_run(run_dir), load_meta(run_dir))
+    model, samples = model_for(validate_run(run_dir), load_meta(run_dir))
     return _breach_windows(model, samples)
 
 

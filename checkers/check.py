@@ -97,7 +97,8 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return runs
 
 
-def _model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tuple[ModelResult, "pd.DataFrame"]:
+def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tuple[ModelResult, "pd.DataFrame"]:
+    """The model replayed on a run's faults (run_dir: its logged unfence times), and the run's cluster samples."""
     faults = read_table(present.get("history/faults.parquet"), FAULTS_SCHEMA)
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
     cfg = ModelConfig.from_meta(meta)
@@ -164,7 +165,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         with _quick_switches(), ThreadPoolExecutor(max_workers=1) as side:
             finding = side.submit(_find, ready, engine, spark_master, windows, checker)
             try:
-                models = {run_id: _model_for(present, meta, run_dir) for run_id, (run_dir, meta, present)
+                models = {run_id: model_for(present, meta, run_dir) for run_id, (run_dir, meta, present)
                           in ready.items()}
                 windows.set_result({run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()})
                 seen = {run_id: observed.model_disagreements(m, samples) for run_id, (m, samples) in models.items()}
@@ -347,6 +348,8 @@ def print_outcomes(outcomes: list[RunOutcome]) -> None:
               f"lost_after_read: {a.get('lost_after_read', 0)}  sends: {(v.get('counts') or {}).get('sends')}  "
               f"longest stall: {avail.get('longest_s', 0):.1f} s  "
               f"model disagreements: {len(v.get('model_disagreements') or [])}{note}")
+        for line in observed.disagreement_lines(v.get("model_disagreements")):
+            print(f"{'':<{width}}  {line}")
         if o.valid is None:
             inc = v.get("incomplete") or {}
             for why in inc.get("run") or []:

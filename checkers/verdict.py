@@ -227,6 +227,13 @@ def anomalies_table(judged: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(frame, schema=ANOMALIES_SCHEMA, preserve_index=False)
 
 
+def _timed(disagreement: dict, start_ns: int | None) -> dict:
+    """A disagreement with its time in seconds from the run's start (`t_s`), for `check`'s lines and the report."""
+    if not start_ns or disagreement.get("t_ns") is None:
+        return disagreement
+    return {**disagreement, "t_s": round((int(disagreement["t_ns"]) - int(start_ns)) / 1e9, 3)}
+
+
 def build_verdict(meta: RunMeta, judged: pd.DataFrame, counts: Counts, model: ModelResult,
                   complete: Completeness | None = None, available: dict | None = None,
                   disagreements: list[dict] = ()) -> dict:
@@ -259,7 +266,7 @@ def build_verdict(meta: RunMeta, judged: pd.DataFrame, counts: Counts, model: Mo
                      "duplicate": anomalies["duplicate"], "nonmonotonic_send": anomalies["nonmonotonic_send"],
                      "unavailable": available["unavailable_share"], "stalled_s": available["stalled_s"],
                      "longest_stall_s": available["longest_s"]},
-        "model_disagreements": list(disagreements)[:1000],
+        "model_disagreements": [_timed(d, meta.start_ns) for d in list(disagreements)[:1000]],
         "model": {**model.config.as_dict(),
                   "risk_windows": [[w.start_ns, w.end_ns, w.partition, list(w.acks), w.reason]
                                    for w in model.risk[:1000]],

@@ -252,3 +252,11 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
 def unpredicted_losses(disagreements: list[dict]) -> list[dict]:
     """The disagreements that cut committed data: what alone can explain a lost committed record."""
     return [d for d in disagreements if d["kind"] == "unpredicted_hw_drop"]
+
+
+def disagreement_lines(disagreements: list[dict] | None, limit: int = 10) -> list[str]:
+    """One line per disagreement for `check`'s output (the first `limit`; verdict.json holds them all)."""
+    ds = list(disagreements or [])
+    lines = [f"model disagreement: {d['kind']}, partition {d['partition']}"
+             + (f" at {d['t_s']:.1f} s" if d.get("t_s") is not None else "") + f": {d['detail']}" for d in ds[:limit]]
+    return lines + [f"... and {len(ds) - limit} more model disagreements (verdict.json)"] * (len(ds) > limit)
