@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.checkers import availability, clients, groups, reference, txns
+from kafka_chaos.checkers import availability, clients, groups, reference, stall_cause, txns
 from kafka_chaos.checkers.client import ClientVoids, client_voids
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
@@ -217,6 +217,10 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     span = meta.end_ns - meta.start_ns if meta.start_ns and meta.end_ns else None
     available = availability.summary(stalls, meta.partitions, span, settings.stall_threshold_s,
                                      settings.max_stall_s)
+    why = stall_cause.explainer(run_dir, meta.producers, [(w.start_ns, w.end_ns, w.partition, w.reason)
+                                                           for w in model.unavailable if acks & set(w.acks)],
+                                samples, stalls)
+    available |= stall_cause.explained(why, stalls)          # whose time each stall was
 
     if disagreements is None:
         disagreements = observed.model_disagreements(model, samples)
@@ -226,7 +230,7 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
         judged = _with_workload_kinds(Path(run_dir), judged, meta, model, complete)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
     if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
-                                                                  settings.stall_threshold_s)):
+                                                                  settings.stall_threshold_s, why)):
         verdict["clients"] = per_client
     return verdict, judged
 
@@ -350,6 +354,11 @@ def print_outcomes(outcomes: list[RunOutcome]) -> None:
               f"model disagreements: {len(v.get('model_disagreements') or [])}{note}")
         for line in observed.disagreement_lines(v.get("model_disagreements")):
             print(f"{'':<{width}}  {line}")
+        if avail.get("stalls") and avail.get("attribution"):
+            print(f"{'':<{width}}  {stall_cause.summary_line(avail['attribution'])}")
+        for name, c in (v.get("clients") or {}).items():
+            if len(v.get("clients")) > 1 and c.get("stalls") and c.get("attribution"):
+                print(f"{'':<{width}}  {name}: {stall_cause.summary_line(c['attribution'])}")
         if o.valid is None:
             inc = v.get("incomplete") or {}
             for why in inc.get("run") or []:

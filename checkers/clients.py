@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.dataset as ds
 
-from kafka_chaos.checkers import availability
+from kafka_chaos.checkers import availability, stall_cause
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ACKED
 
@@ -32,10 +32,12 @@ def side_by_side(meta: RunMeta) -> bool:
 
 
 def compare(sends: pd.DataFrame, judged: pd.DataFrame, meta: RunMeta, predicted: list[tuple[int, int, int]],
-            threshold_s: float = availability.DEFAULT_THRESHOLD_S) -> dict[str, dict]:
+            threshold_s: float = availability.DEFAULT_THRESHOLD_S,
+            explain: stall_cause.Explainer | None = None) -> dict[str, dict]:
     """client -> {library, version, producers, sends, acked, fail, info, lost, lost_violations, duplicates,
-    nonmonotonic_send, longest_stall_s, stalled_s, stalls}. `sends`: sends.parquet's columns SEND_COLUMNS;
-    `judged`: the judged anomaly rows (kind, value, producer, classification)."""
+    nonmonotonic_send, longest_stall_s, stalled_s, stalls[, stall_causes, attribution]}. `sends`: sends.parquet's
+    columns SEND_COLUMNS; `judged`: the judged anomaly rows (kind, value, producer, classification); `explain`:
+    the run's stall attribution, applied to each client's stalls with that client's own statistics."""
     by_producer = producer_clients(meta)
     clients_meta = meta.extra.get("clients") or {}
     client_of = sends["producer"].map(lambda p: by_producer.get(str(p), DEFAULT_CLIENT))
@@ -61,16 +63,18 @@ def compare(sends: pd.DataFrame, judged: pd.DataFrame, meta: RunMeta, predicted:
             "stalled_s": round(sum(s.seconds for s in found), 1),
             "stalls": [[s.start_ns, s.end_ns, s.partition, round(s.seconds, 1)] for s in found],
         }
+        if explain is not None:
+            out[client] |= stall_cause.explained(explain, found, out[client]["producers"])
     return out
 
 
 def compare_run(sends_file: Path | str, judged: pd.DataFrame, meta: RunMeta, predicted: list[tuple[int, int, int]],
-                threshold_s: float) -> dict[str, dict] | None:
+                threshold_s: float, explain: stall_cause.Explainer | None = None) -> dict[str, dict] | None:
     """verdict.json's `clients` for a run that names its clients; None for one that does not."""
     if not side_by_side(meta):
         return None
     sends = ds.dataset(str(sends_file)).to_table(columns=SEND_COLUMNS).to_pandas()
-    return compare(sends, judged, meta, predicted, threshold_s)
+    return compare(sends, judged, meta, predicted, threshold_s, explain)
 
 
 def summary_line(clients: dict[str, dict]) -> str:

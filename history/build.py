@@ -32,6 +32,7 @@ from kafka_chaos.history.journal import (
     unesc,
 )
 from kafka_chaos.history.schema import (
+    CLIENT_STATS_SCHEMA,
     CLUSTER_SCHEMA,
     FAULTS_SCHEMA,
     GROUP_SCHEMA,
@@ -224,6 +225,20 @@ def txns_table(journal_dir: Path) -> pa.Table:
     return _conform(pa.concat_tables(parts), TXNS_SCHEMA, "txns")
 
 
+def client_stats_table(journal_dir: Path) -> pa.Table:
+    """client_stats.parquet's table: every producer's statistics rows, with the producer and its client."""
+    rows = []
+    for side, info in sidecars(journal_dir, "producer"):
+        extra = {"process": int(info["process"]), "producer": info["producer"],
+                 "client": (info.get("profile") or {}).get("client") or "librdkafka"}
+        rows.extend(r | extra for r in read_jsonl(Path(f"{side.with_suffix('')}.stats.jsonl")))
+    if not rows:
+        return CLIENT_STATS_SCHEMA.empty_table()
+    table = pa.Table.from_pylist(rows, schema=CLIENT_STATS_SCHEMA)
+    return _conform(table.sort_by([("t_ns", "ascending"), ("process", "ascending")]), CLIENT_STATS_SCHEMA,
+                    "client_stats")
+
+
 def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
     """`table` with exactly `schema`'s columns and types; a null in a non-nullable column is a journal error."""
     table = table.select(schema.names)
@@ -243,7 +258,8 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 
 def build_history(run_dir: Path) -> HistorySummary:
-    """Write history/{sends,reads,faults,cluster}.parquet from history/journal/. Faults and cluster only if any."""
+    """Write history/{sends,reads,faults,cluster}.parquet from history/journal/. Faults and cluster only if any,
+    and group, txns and client_stats likewise."""
     history = Path(run_dir) / "history"
     journal = history / "journal"
     if not journal.is_dir():
@@ -254,10 +270,11 @@ def build_history(run_dir: Path) -> HistorySummary:
     cluster = cluster_table(journal)
     group = group_table(journal)
     txns = txns_table(journal)
+    stats = client_stats_table(journal)
     write_parquet(sends, history / "sends.parquet")
     write_parquet(reads, history / "reads.parquet")
     for table, name in ((faults, "faults.parquet"), (cluster, "cluster.parquet"), (group, "group.parquet"),
-                        (txns, "txns.parquet")):
+                        (txns, "txns.parquet"), (stats, "client_stats.parquet")):
         if table.num_rows:
             write_parquet(table, history / name)
         elif (history / name).exists():

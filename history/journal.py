@@ -11,6 +11,7 @@ Files (N = producer process index, NAME = consumer name):
   producer-N.complete.tsv   value, outcome, error, partition, offset, t_complete_ns   one per outcome
   producer-N.txn.tsv        txn, first_seq, count, outcome, error, t_ns: one per transaction (--transactions)
   producer-N.progress       "invoked ok fail info": the worker's own counters, as of its last flush
+  producer-N.stats.jsonl    the client's own statistics, a few JSON rows a second (workloads/client_stats.py)
   reads-NAME.json           {"kind": "reads", "consumer", "phase"}
   reads-NAME.tsv            seq, partition, offset, key, value, t_ns
   group-NAME.json           {"kind": "group", "consumer", "commit_mode"}     (subscribe mode only)
@@ -66,7 +67,8 @@ def unesc(s: str) -> str | None:
 def producer_paths(journal_dir: Path, process: int) -> dict[str, Path]:
     stem = Path(journal_dir) / f"producer-{process}"
     return {"sidecar": stem.with_suffix(".json"), "invoke": Path(f"{stem}.invoke.tsv"),
-            "complete": Path(f"{stem}.complete.tsv"), "progress": stem.with_suffix(".progress")}
+            "complete": Path(f"{stem}.complete.tsv"), "progress": stem.with_suffix(".progress"),
+            "stats": Path(f"{stem}.stats.jsonl")}
 
 
 def reads_paths(journal_dir: Path, consumer: str) -> dict[str, Path]:

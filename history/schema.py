@@ -79,6 +79,32 @@ TXNS_SCHEMA = pa.schema([
     pa.field("t_ns", pa.int64(), nullable=False),
 ])
 
+# history/client_stats.parquet: the producers' own statistics, about once a second (librdkafka's statistics JSON;
+# the Java client's producer metrics). One row per (producer, scope, broker or partition) per sample.
+CLIENT_STATS_SCOPES = ("client", "broker", "partition")
+CLIENT_STATS_SCHEMA = pa.schema([
+    pa.field("t_ns", pa.int64(), nullable=False),
+    pa.field("process", pa.int32(), nullable=False),
+    pa.field("producer", pa.string(), nullable=False),
+    pa.field("client", pa.string(), nullable=False),          # librdkafka or java
+    pa.field("scope", pa.string(), nullable=False),           # client, broker or partition
+    pa.field("broker", pa.int32(), nullable=True),            # broker rows: its node id
+    pa.field("partition", pa.int32(), nullable=True),         # partition rows
+    pa.field("leader", pa.int32(), nullable=True),            # partition rows: the leader as the client sees it
+    pa.field("state", pa.string(), nullable=True),            # broker rows: UP, DOWN, CONNECT, ...
+    pa.field("state_age_ms", pa.int64(), nullable=True),
+    pa.field("waitresp_cnt", pa.int64(), nullable=True),      # requests in flight awaiting a response
+    pa.field("outbuf_cnt", pa.int64(), nullable=True),        # requests awaiting transmission
+    pa.field("req_timeouts", pa.int64(), nullable=True),      # requests timed out so far
+    pa.field("txretries", pa.int64(), nullable=True),         # request retries so far
+    pa.field("rtt_avg_us", pa.int64(), nullable=True),
+    pa.field("msgq_cnt", pa.int64(), nullable=True),          # messages queued (client: all; partition: its own)
+    pa.field("msg_max", pa.int64(), nullable=True),           # the client's queue limit
+    pa.field("msgs_inflight", pa.int64(), nullable=True),
+    pa.field("metadata_age_ms", pa.int64(), nullable=True),
+    pa.field("buffer_available_bytes", pa.int64(), nullable=True),   # Java: free bytes of buffer.memory
+])
+
 ANOMALIES_SCHEMA = pa.schema([
     pa.field("kind", pa.string(), nullable=False),
     pa.field("partition", pa.int32(), nullable=True),
@@ -102,6 +128,7 @@ HISTORY_FILES = {
     "history/cluster.parquet": (CLUSTER_SCHEMA, False),
     "history/group.parquet": (GROUP_SCHEMA, False),
     "history/txns.parquet": (TXNS_SCHEMA, False),
+    "history/client_stats.parquet": (CLIENT_STATS_SCHEMA, False),
 }
 
 META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}

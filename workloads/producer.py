@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from kafka_chaos.history.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
 from kafka_chaos.workloads.client_logging import client_logging
+from kafka_chaos.workloads.client_stats import StatsJournal
 from kafka_chaos.workloads.outcomes import FAIL, INFO, OK, classify
 from kafka_chaos.workloads.profile import ProducerProfile
 from kafka_chaos.workloads.worker import detach_from_ctrl_c, should_stop
@@ -64,6 +65,7 @@ class ProducerWorker:
         self.invokes = LineJournal(paths["invoke"])
         self.completes = LineJournal(paths["complete"])
         self.progress_path = paths["progress"]
+        self.stats = StatsJournal(LineJournal(paths["stats"]), spec.topic)   # the client's own view, once a second
         self.seq = 0
         self.outcomes = [0, 0, 0]     # ok, fail, info
         self.producer = self._new_producer()
@@ -80,7 +82,7 @@ class ProducerWorker:
             "bootstrap.servers": self.spec.bootstrap_servers,
             "queue.buffering.max.messages": max(100_000, self.spec.max_outstanding * 2),
         } | client_logging(self.spec.client_log, f"producer-{self.profile.name}",
-                          idempotent=self.profile.idempotent) | dict(self.spec.client_overrides)
+                          idempotent=self.profile.idempotent) | self.stats.config() | dict(self.spec.client_overrides)
 
     def _delivery_callback(self):
         append = self.completes.lines.append
@@ -216,6 +218,7 @@ class ProducerWorker:
         """Journals to the OS (invokes first: a completion is never on disk without its invoke), then counters."""
         self.invokes.flush()
         self.completes.flush()
+        self.stats.journal.flush()
         ok, fail, info = self.outcomes
         write_progress(self.progress_path, self.seq, ok, fail, info)
         c, s = self.counters, self.slot

@@ -167,3 +167,4 @@ class TxnProducerWorker(ProducerWorker):
         self.invokes.close()
         self.completes.close()
         self.txns.close()
+        self.stats.journal.close()

@@ -33,6 +33,10 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ClusterAuthorizationException;
 import org.apache.kafka.common.errors.InvalidTopicException;
@@ -115,6 +119,8 @@ public final class KafkaChaosClient {
         final BufferedWriter invokes;
         final BufferedWriter completes;
         final Path progress;
+        final BufferedWriter stats;               // producer-N.stats.jsonl: the client's own metrics, once a second
+        long nextStatsNs = 0;
         final ConcurrentLinkedQueue<String> done = new ConcurrentLinkedQueue<>();
         final AtomicLong ok = new AtomicLong(), fail = new AtomicLong(), info = new AtomicLong();
         final Thread main = Thread.currentThread();
@@ -134,6 +140,7 @@ public final class KafkaChaosClient {
             invokes = append(dir.resolve(stem + ".invoke.tsv"));
             completes = append(dir.resolve(stem + ".complete.tsv"));
             progress = dir.resolve(stem + ".progress");
+            stats = append(dir.resolve(stem + ".stats.jsonl"));
             prefix = a.get("process") + "-";
             producer = newProducer();
             awaitMetadata();
@@ -209,6 +216,69 @@ public final class KafkaChaosClient {
             while ((line = done.poll()) != null) completes.write(line);
             completes.flush();
             writeAtomic(progress, seq + " " + ok.get() + " " + fail.get() + " " + info.get() + "\n");
+            long now = nowNs();
+            if (now >= nextStatsNs) {
+                nextStatsNs = now + 1_000_000_000L;
+                try {
+                    sampleStats(now);
+                } catch (RuntimeException e) {
+                    // a closing client's metrics: no rows this second
+                }
+            }
+        }
+
+        static String num(Object v) {
+            return v instanceof Number n && Double.isFinite(n.doubleValue()) ? Long.toString(Math.round(n.doubleValue()))
+                    : "null";
+        }
+
+        /** history/client_stats.parquet's rows (docs/history.md): producer-metrics' requests-in-flight, metadata-age
+         *  and buffer-available-bytes; each node's request-latency-avg; each partition's leader as the client's
+         *  cached metadata has it. The Java client has no per-broker connection state or in-flight count. */
+        void sampleStats(long t) throws IOException {
+            Double inFlight = null, metadataAgeS = null, bufferBytes = null;
+            Map<Integer, Double> latencyMs = new HashMap<>();
+            for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
+                MetricName m = e.getKey();
+                Object v = e.getValue().metricValue();
+                if (!(v instanceof Double d)) continue;
+                if (m.group().equals("producer-metrics")) {
+                    switch (m.name()) {
+                        case "requests-in-flight" -> inFlight = d;
+                        case "metadata-age" -> metadataAgeS = d;
+                        case "buffer-available-bytes" -> bufferBytes = d;
+                        default -> { }
+                    }
+                } else if (m.group().equals("producer-node-metrics") && m.name().equals("request-latency-avg")) {
+                    String node = m.tags().getOrDefault("node-id", "");
+                    if (node.startsWith("node-")) {
+                        try {
+                            int id = Integer.parseInt(node.substring(5));
+                            if (id >= 0) latencyMs.put(id, d);
+                        } catch (NumberFormatException ignored) { }
+                    }
+                }
+            }
+            StringBuilder out = new StringBuilder();
+            out.append("{\"t_ns\":").append(t).append(",\"scope\":\"client\",\"waitresp_cnt\":").append(num(inFlight))
+                    .append(",\"metadata_age_ms\":").append(num(metadataAgeS == null ? null : metadataAgeS * 1000))
+                    .append(",\"buffer_available_bytes\":").append(num(bufferBytes)).append("}\n");
+            for (Map.Entry<Integer, Double> e : latencyMs.entrySet()) {
+                out.append("{\"t_ns\":").append(t).append(",\"scope\":\"broker\",\"broker\":").append(e.getKey())
+                        .append(",\"rtt_avg_us\":").append(num(e.getValue() * 1000)).append("}\n");
+            }
+            try {
+                for (PartitionInfo p : producer.partitionsFor(topic)) {
+                    Node l = p.leader();
+                    out.append("{\"t_ns\":").append(t).append(",\"scope\":\"partition\",\"partition\":")
+                            .append(p.partition()).append(",\"leader\":")
+                            .append(l == null || l.id() < 0 ? "null" : Integer.toString(l.id())).append("}\n");
+                }
+            } catch (RuntimeException e) {
+                // no metadata for the topic within max.block.ms: no partition rows this second
+            }
+            stats.write(out.toString());
+            stats.flush();
         }
 
         void send(String value, String key, int partition) throws IOException {
@@ -271,6 +341,7 @@ public final class KafkaChaosClient {
             checkpoint();
             invokes.close();
             completes.close();
+            stats.close();
         }
     }
 
