@@ -1,10 +1,8 @@
 """Audit helper (not a test): for every election the cluster samples show, did the ISR model elect the same broker?
 
-The verdict's self-check (checkers/model/observed.py) compares unclean elections and high-watermark drops only. This
-goes further by hand: each observed election (a new leader persisting two samples) is matched against the leader
-events of the model's replays within the self-check's tolerance, and every election no replay chose is printed
-with what the replays chose nearby. Each such line is a question for the model or the cluster, to be run down in
-the run's node logs (README, "A quick restart is fenced").
+The same comparison as the verdict's `leader_mismatch` disagreements (checkers/model/elections.py), over many stored
+runs at once and without the anomaly pass: a count of observed elections per run and a line for each one no replay
+of the model chose, to be run down in the run's node logs (README, "A quick restart is fenced").
 
     python bench/leader_compare.py results/ /tmp/other-results/
 """
@@ -16,8 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kafka_chaos.checkers.check import _model_for, find_runs  # noqa: E402
-from kafka_chaos.checkers.model.observed import TOLERANCE_NS, observed_events  # noqa: E402
+from kafka_chaos.checkers.check import find_runs, model_for  # noqa: E402
+from kafka_chaos.checkers.model.elections import leader_mismatches  # noqa: E402
+from kafka_chaos.checkers.model.observed import observed_events  # noqa: E402
 from kafka_chaos.history.meta import HistoryError, load_meta  # noqa: E402
 from kafka_chaos.history.reader import validate_run  # noqa: E402
 
@@ -25,19 +24,11 @@ from kafka_chaos.history.reader import validate_run  # noqa: E402
 def unmatched(run_dir: Path) -> tuple[int, list[str]]:
     """(observed elections, a line per election no replay of the model chose)."""
     meta = load_meta(run_dir)
-    model, samples = _model_for(validate_run(run_dir), meta, run_dir)
-    replays = [model, *getattr(model, "alternatives", ())]
-    elections = [e for e in observed_events(samples) if e["event"] == "election"]
-    lines = []
-    for e in elections:
-        p, t, leader = e["partition"], e["t_ns"], e["leader"]
-        near = [x for r in replays for x in r.events if x.get("event") == "leader" and int(x["partition"]) == p
-                and abs(int(x["t_ns"]) - t) <= TOLERANCE_NS]
-        if not any(x.get("leader") is not None and int(x["leader"]) == leader for x in near):
-            chose = sorted({(x.get("leader"), round((int(x["t_ns"]) - meta.start_ns) / 1e9, 1)) for x in near})
-            lines.append(f"  partition {p} at {(t - meta.start_ns) / 1e9:.1f} s: the cluster elected {leader}, the "
-                         f"model's replays {chose or 'nobody'}")
-    return len(elections), lines
+    model, samples = model_for(validate_run(run_dir), meta, run_dir)
+    events = observed_events(samples)
+    lines = [f"  partition {d['partition']} at {(d['t_ns'] - meta.start_ns) / 1e9:.1f} s: {d['detail']}"
+             for d in leader_mismatches(model, samples, events)]
+    return sum(e["event"] == "election" for e in events), lines
 
 
 def main() -> int:
