@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from kafka_chaos.checkers import spark_quiet
+
 log = logging.getLogger(__name__)
 
 MASTER_ENV = "KAFKA_CHAOS_SPARK_MASTER"
@@ -182,6 +184,9 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", ja
             log.warning("a Spark session on %s already runs in this process; %s is ignored", current, resolved)
         return active
 
+    # The finder submits queries from a few threads; each closes its own py4j connection at exit, at INFO, and
+    # py4j's DEBUG is its protocol, a line per call: neither is ours to show (`-v` is kafka-chaos's debug lines).
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = resolved is None
     effective = submitted_master() if submitted else resolved
@@ -189,16 +194,13 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", ja
     loopback = on_loopback(effective)
     if loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName(app_name)
-    for key, value in session_config(local, loopback, submitted).items():
-        builder = builder.config(key, value)
-    options = None if submitted else java_options or default_java_options()
-    if options:
-        builder = builder.config("spark.driver.defaultJavaOptions", options)
+    conf = {"spark.app.name": app_name} | session_config(local, loopback, submitted)
+    if not submitted:       # our JVM: Spark's start-up lines stay off the terminal (checkers.spark_quiet)
+        conf["spark.driver.defaultJavaOptions"] = " ".join(
+            filter(None, (java_options or default_java_options(), spark_quiet.LOG4J2_OPTION)))
     if resolved is not None:
-        builder = builder.master(resolved)
-    spark = builder.getOrCreate()
+        conf["spark.master"] = resolved
+        spark_quiet.launch(conf)
+    spark = SparkSession.builder.config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    # The finder submits queries from a few threads; each closes its own py4j connection at exit, at INFO.
-    logging.getLogger("py4j.clientserver").setLevel(logging.WARNING)
     return spark

@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    # -v is kafka-chaos's debug lines: py4j's DEBUG is its wire protocol, a few lines per call into Spark's JVM
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     # SIGTERM takes the same path as Ctrl-C, so every `finally` heals faults and removes containers.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
