@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from markupsafe import Markup
 
 from kafka_chaos.history.layout import REPORT_FILE
-from kafka_chaos.report import bundle, data, figures, tables
+from kafka_chaos.report import bundle, data, figures, stalls, tables
 from kafka_chaos.report.client_errors import client_errors
 from kafka_chaos.report.data import ReportOptions, RunData
 
@@ -80,6 +80,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         partitions_note=(f"Showing {len(series)} of {total_partitions} partitions: those with anomalies first."
                          if len(series) < total_partitions else ""),
         lost_rows=lost_rows,
+        stall_tables=stalls.stall_tables(run),
         checked=run.anomalies is not None or run.verdict is not None,
         anomaly_counts=counts,
         kind_totals={r["kind"]: r["total"] for r in counts},
