@@ -134,3 +134,12 @@ def test_statistics_rows_skip_bootstrap_brokers_and_the_unassigned_queue():
     parts = {r["partition"]: r for r in rows if r["scope"] == "partition"}
     assert set(parts) == {0, 1} and parts[0]["leader"] is None and parts[0]["msgq_cnt"] == 3
     assert all(r["t_ns"] == T + 3 * S for r in rows)
+
+
+def test_the_report_shows_each_stall_beside_whose_time_it_was(tmp_path):
+    from kafka_chaos.report.page import write_report
+    run = recorded_run(tmp_path)
+    assert main(["check", str(run), "--engine", "pandas"]) == 0
+    html = write_report(run).read_text()
+    assert "Stalls: whose time" in html and "requests in flight to broker 1" in html
+    assert "unexplained: the client&#39;s statistics show no waiting" in html
