@@ -18,6 +18,7 @@ from kafka_chaos.history.layout import REPORT_FILE
 from kafka_chaos.report import bundle, data, figures, stalls, tables
 from kafka_chaos.report.client_errors import client_errors
 from kafka_chaos.report.data import ReportOptions, RunData
+from kafka_chaos.report.disagreements import disagreement_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
 REPORT_NAME = REPORT_FILE
@@ -70,6 +71,7 @@ def render_report(run: RunData, options: ReportOptions = ReportOptions()) -> str
         facts=facts,
         command=tables.reproduce_command(run),
         predictions=tables.prediction_rows(run),
+        disagreements=disagreement_rows(run),
         counts=tables.history_counts(run),
         producers=tables.producer_rows(run),
         clients=(run.verdict or {}).get("clients") or {},
