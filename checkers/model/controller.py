@@ -70,6 +70,7 @@ class _Controller(_ZooKeeperMode, _State):
         """Back from an unclean shutdown, a broker leaves every ELR when it registers again
         (ReplicationControlManager.handleBrokerUncleanShutdown)."""
         self.fenced[n] = False
+        self.starting.discard(n)
         self.events.append({"t_ns": t, "event": "unfenced", "node": n})
         if self.unclean_restart[n] and self.cfg.elr_enabled:
             for part in self.parts.values():

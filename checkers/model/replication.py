@@ -26,10 +26,21 @@ class _Replication(_Controller):
         the leader away, the controller elected broker 3 at 52.911 s, and broker 1 acknowledged an acks=1 write
         at 53.389 s, applying the change at 53.435 s (4.0.0, load ~45); that write was lost. For a thawed broker
         the late replay allows METADATA_CATCHUP_LATE_NS (`catchup_for`): until then a thawed follower does not
-        follow the new leader, so it neither fetches nor rejoins the ISR, and acks=all waits for it."""
+        follow the new leader, so it neither fetches nor rejoins the ISR, and acks=all waits for it.
+
+        A restarted process (KRaft) leads nothing until the controller has unfenced it (`starting`), even where the
+        metadata still names it leader because its old session has not lapsed: BrokerServer.startup waits on
+        BrokerLifecycleManager.setReadyToUnfence (complete only once a heartbeat answer says it is unfenced) before
+        socketServer.enableRequestProcessing, so until then no producer and no follower reaches it; and the
+        controller refuses its registration while the old session is valid (ClusterControlManager.registerBroker),
+        then fences it and elects another leader (see _Controller._refused_registration). It may follow meanwhile:
+        its replica fetchers start when the metadata is first published, before the unfencing."""
         for n in list(part.view):       # every broker that was a replica: one a reassignment removed learns late too
             since = self.connected_since.get(n)
             if since is None or t - since < self.catchup_for(n):
+                continue
+            if n in self.starting and part.leader == n:
+                part.view[n] = (None, -1, ())
                 continue
             deposed = part.view[n][0] == n and part.leader != n and self.up(n)
             if deposed and part.elections and t - part.elections[-1][1] < METADATA_CATCHUP_NS:

@@ -86,6 +86,7 @@ class _State:
         self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
         self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
         self.new_incarnation: set[int] = set()      # KRaft: restarted before their old session lapsed (_heartbeats)
+        self.starting: set[int] = set()     # KRaft: restarted and not yet unfenced, so serving nothing (_refresh_views)
         self.fetch_cut: dict[tuple, int] = {}           # (follower, leader) -> when their link was cut, both up
         self.fetch_stuck_until: dict[tuple, int] = {}   # (follower, leader) -> when its fetcher works again
         self.started_at: dict[int, int] = {}    # when each broker's process last started again
@@ -116,8 +117,10 @@ class _State:
         else:
             self.started_at[n] = t
             self.thawed.discard(n)
-            if not self.zk_mode and not self.fenced[n]:
-                self.new_incarnation.add(n)
+            if not self.zk_mode:
+                self.starting.add(n)
+                if not self.fenced[n]:
+                    self.new_incarnation.add(n)
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg
