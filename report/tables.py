@@ -156,15 +156,24 @@ def prediction_rows(run: RunData) -> list[PredictionRow]:
                       f"{len(avail.get('stalls') or [])} stall(s), {float(avail.get('stalled_s', 0)):.1f} s in all, "
                       f"longest {float(avail.get('longest_s', 0)):.1f} s, {float(avail.get('unpredicted_s', 0)):.1f} s "
                       f"outside the predicted windows (writes pending, none acked for over "
-                      f"{float(avail.get('threshold_s', 2)):g} s)",
+                      f"{float(avail.get('threshold_s', 2)):g} s)" + _stall_split(avail.get("attribution")),
                       "violated" if "stall" in violations else
                       ("held" if not avail.get("stalls") else "allowed" if not avail.get("unpredicted_s") else
-                       "noted")),
+                       "explained" if (avail.get("attribution") or {}).get("statistics")
+                       and not avail["attribution"].get("unexplained_s") else "noted")),
         PredictionRow("Model against the cluster", "no disagreement",
                       f"{len(verdict.get('model_disagreements') or [])} disagreement(s)",
                       "held" if not verdict.get("model_disagreements") else "noted"),
     ]
     return rows
+
+
+def _stall_split(attribution: dict | None) -> str:
+    """Whose time the stalls were (checkers/stall_cause.py), when the verdict says."""
+    if not attribution:
+        return ""
+    return (f"; whose time: cluster {attribution['cluster_s']:.1f} s, client {attribution['client_s']:.1f} s, "
+            f"unexplained {attribution['unexplained_s']:.1f} s (per stall below)")
 
 
 def _status(kind: str, observed: int, predicted: str | None, violations: dict) -> str:
