@@ -36,8 +36,7 @@ def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = 
     if not elections:
         return []
     replays = [model, *getattr(model, "alternatives", ())]
-    first = _first_samples(samples)
-    out = []
+    first, out = None, []
     for e in elections:
         p, t, leader = e["partition"], e["t_ns"], e["leader"]
         near = [(name, x) for name, r in zip(REPLAYS, replays) for x in r.events
@@ -46,6 +45,7 @@ def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = 
             continue
         if not near and _preferred_move(e):
             continue
+        first = _first_samples(samples) if first is None else first      # only once something disagrees
         out.append(_mismatch(e, near, _model_state(model.events, p, t, near, first.get(p))))
     return out
 
