@@ -11,12 +11,14 @@ import json
 import logging
 import os
 import sys
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
@@ -27,6 +29,7 @@ from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
 from kafka_chaos.checkers.model.windows import intersect_windows
+from kafka_chaos.checkers.timings import Timings, timed
 from kafka_chaos.checkers.verdict import anomalies_table, build_verdict, judge
 from kafka_chaos.history.controller_log import unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
@@ -101,9 +104,20 @@ def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tupl
     """The model replayed on a run's faults (run_dir: its logged unfence times), and the run's cluster samples."""
     faults = read_table(present.get("history/faults.parquet"), FAULTS_SCHEMA)
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
-    cfg = ModelConfig.from_meta(meta)
+    cfg = ModelConfig.from_meta(meta, *sent_with(present))    # the acks and idempotence the sends used
     unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
     return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences), samples
+
+
+def sent_with(present: dict) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """The acks levels and idempotence the run's sends used (the model's predictions speak of these; meta.json's
+    producer profiles when the run has no sends). Two dictionary-encoded columns: a fraction of a second at 10M."""
+    path = present.get("history/sends.parquet")
+    if path is None:
+        return (), ()
+    table = pq.read_table(path, columns=["acks", "idempotent"], read_dictionary=["acks"])
+    return (tuple(sorted(str(a) for a in pc.unique(table.column("acks")).to_pylist())),
+            tuple(sorted(bool(i) for i in pc.unique(table.column("idempotent")).to_pylist())))
 
 
 def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int, int, int]]:
@@ -115,11 +129,18 @@ def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int
     return intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
 
 
-def _write(run_dir: Path, verdict: dict, judged: pd.DataFrame) -> None:
-    """Write both outputs through temporary names, so a crash never leaves half a verdict behind."""
-    tmp = run_dir / ".anomalies.parquet.tmp"
-    pq.write_table(anomalies_table(judged), tmp)
-    os.replace(tmp, run_dir / "anomalies.parquet")
+def _write(run_dir: Path, verdict: dict, judged: pd.DataFrame, spent: dict | None = None,
+           started: float | None = None) -> None:
+    """Write both outputs through temporary names, so a crash never leaves half a verdict behind; with `spent`
+    (phase -> seconds) and `started` (the check's start), verdict.json gets its timings and `-v` logs them."""
+    with timed(spent if spent is not None else {}, "report"):
+        tmp = run_dir / ".anomalies.parquet.tmp"
+        pq.write_table(anomalies_table(judged), tmp)
+        os.replace(tmp, run_dir / "anomalies.parquet")
+    if spent is not None:
+        timings = Timings.of(spent, started)
+        verdict["timings"] = timings.as_dict()
+        log.debug("%s", timings.line(run_dir.name))
     tmp = run_dir / ".verdict.json.tmp"
     tmp.write_text(json.dumps(verdict, indent=2, default=_json_default) + "\n")
     os.replace(tmp, run_dir / "verdict.json")
@@ -136,6 +157,7 @@ def _json_default(x):
 def check(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
           table: bool = True, settings: CheckSettings = CheckSettings()) -> list[RunOutcome]:
     """Check every run under `paths` and write verdict.json and anomalies.parquet into each."""
+    started, spent = time.monotonic(), {}     # checkers.timings: where the time went
     outcomes: list[RunOutcome] = []
     ready: dict[str, tuple[Path, RunMeta, dict]] = {}
     for run_dir in find_runs(paths):
@@ -163,27 +185,29 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         # model's certain under-min-ISR windows only for its min_isr_breach job, which waits for them.
         checker, windows = {"engine": engine}, Future()
         with _quick_switches(), ThreadPoolExecutor(max_workers=1) as side:
-            finding = side.submit(_find, ready, engine, spark_master, windows, checker)
+            finding = side.submit(_find, ready, engine, spark_master, windows, checker, spent)
             try:
-                models = {run_id: model_for(present, meta, run_dir) for run_id, (run_dir, meta, present)
-                          in ready.items()}
-                windows.set_result({run_id: _breach_windows(m, samples) for run_id, (m, samples) in models.items()})
-                seen = {run_id: observed.model_disagreements(m, samples) for run_id, (m, samples) in models.items()}
+                with timed(spent, "model"):
+                    models = {run_id: model_for(present, meta, run_dir) for run_id, (run_dir, meta, present)
+                              in ready.items()}
+                    windows.set_result({run_id: _breach_windows(m, samples)
+                                        for run_id, (m, samples) in models.items()})
+                    seen = {run_id: observed.model_disagreements(m, samples)
+                            for run_id, (m, samples) in models.items()}
             except BaseException as e:
                 windows.set_exception(e)
                 raise
             findings = finding.result()
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
-            # the predictions speak of the acks and idempotence the sends actually used
-            model.config = ModelConfig.from_meta(meta, findings.acks.get(run_id, ()),
-                                                 findings.idempotent.get(run_id, ()))
-            found = findings.for_run(run_id)
-            timeouts = client_voids(run_dir, sends_path(run_dir)) if _idempotent_out_of_order(found.instances) \
-                else ClientVoids()
-            verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
+            own = dict(spent, judge=0.0, report=0.0)
+            with timed(own, "judge"):
+                found = findings.for_run(run_id)
+                timeouts = client_voids(run_dir, sends_path(run_dir)) \
+                    if _idempotent_out_of_order(found.instances) else ClientVoids()
+                verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
             verdict["checker"] = checker
-            _write(run_dir, verdict, judged)
+            _write(run_dir, verdict, judged, own, started)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
     if table and len(outcomes) > 1:
         write_table(outcomes, paths)
@@ -265,16 +289,20 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
     return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
-def _find(ready: dict, engine: str, spark_master: str | None, windows: Future, checker: dict):
+def _find(ready: dict, engine: str, spark_master: str | None, windows: Future, checker: dict, spent: dict):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from kafka_chaos.checkers.anomalies import find_anomalies_spark
         from kafka_chaos.checkers.spark import get_spark
-        spark = get_spark(spark_master)
+        with timed(spent, "spark_start"):
+            spark = get_spark(spark_master)
         checker |= spark_identity(spark)
-        return find_anomalies_spark(spark, runs, windows)
+        with timed(spent, "scans"):
+            return find_anomalies_spark(spark, runs, windows)
     if engine == "pandas":
-        return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()}, windows.result())
+        with timed(spent, "scans"):
+            return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()},
+                                      windows.result())
     raise UsageError(f"unknown engine {engine!r}", "use spark or pandas")
 
 
