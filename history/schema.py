@@ -9,6 +9,18 @@ import pyarrow as pa
 
 ACKS_LEVELS = ("0", "1", "all")     # sends.acks: what the producer asked the leader for
 ACKED = ("1", "all")                # the levels a broker acknowledges: an `ok` send with these reached a log
+ACKS_ALIASES = {"-1": "all"}        # Kafka's other spelling of all; a run records the level, never the alias
+ACKS_CHOICES = ACKS_LEVELS + tuple(ACKS_ALIASES)    # what `--acks` and a producer profile accept
+
+
+def acks_level(value) -> str:
+    """The level of ACKS_LEVELS an accepted acks spelling means (ValueError for one not in ACKS_CHOICES): the one
+    normalisation of acks, for the command line and producer profiles alike."""
+    text = str(value)
+    if text not in ACKS_CHOICES:
+        raise ValueError(f"acks {text!r} is not one of {', '.join(ACKS_CHOICES)}")
+    return ACKS_ALIASES.get(text, text)
+
 
 SENDS_SCHEMA = pa.schema([
     pa.field("op_id", pa.int64(), nullable=False),
