@@ -27,8 +27,11 @@ class _Controller(_ZooKeeperMode, _State):
         return self._zk_can_alter_isr(leader) if self.zk_mode else self.reaches_controller(leader)
 
     def _live_replica(self, r) -> bool:
-        """Electable: unfenced and running (KRaft); in ZooKeeper mode registered, i.e. its session not yet expired
+        """Electable: unfenced and running (KRaft), or expired but not yet fenced in this tick's one-at-a-time
+        fencing (`fence_pending`, see _fence); in ZooKeeper mode registered, i.e. its session not yet expired
         (PartitionStateMachine's liveReplicas are the brokers in /brokers/ids), though the process may be dead."""
+        if r in self.fence_pending:
+            return True
         return not self.fenced[r] and (self.zk_mode or self.alive[r])
 
     def _heartbeats(self, t: int):
@@ -88,19 +91,33 @@ class _Controller(_ZooKeeperMode, _State):
 
     # -- controller --------------------------------------------------------------------------------------------
     def _fence(self, expired: list[int], t):
-        """Fence every broker whose session expired in this tick. The controller fences one stale broker at a
-        time, the one whose last heartbeat is oldest (ReplicationControlManager.maybeFenceOneStaleBroker,
-        BrokerHeartbeatManager.findOneStaleBroker); for sessions that lapse together (e.g. all heartbeats to an
-        isolated controller) that order is a matter of milliseconds the model cannot know, and it decides which
-        replica is left as the last ISR member. The recorded timing fences by broker id, the late one each
-        partition's leader first. None of them may be elected meanwhile: all are marked fenced first."""
+        """Fence every broker whose session expired in this tick, one at a time, as Kafka does: each fencing is its
+        own controller event (ReplicationControlManager.maybeFenceOneStaleBroker, "so that the effect of fencing
+        each broker is visible to the system prior to processing the next one"), and a broker whose turn has not
+        come is still registered unfenced, so it may be elected meanwhile, even if its process is dead
+        (generateLeaderAndIsrUpdates' isAcceptableLeader is ClusterControlManager.isActive: not fenced, not in
+        controlled shutdown). So a leader fenced before its ISR's other members hands leadership to them in turn,
+        and the last ISR member fenced is the leader when the ISR empties, the last known leader (ELR on,
+        PartitionChangeBuilder.maybeUpdateLastKnownLeader; see _set_isr). Those elections are real (each bumps the
+        leader epoch) but last milliseconds: their events are marked `transient`.
+
+        The stalest broker goes first (BrokerHeartbeatManager.findOneStaleBroker); for sessions that lapse
+        together (e.g. all heartbeats to an isolated controller) that order is a matter of milliseconds the model
+        cannot know, and it decides which replica is left as the last ISR member. The recorded timing fences by
+        broker id, the late one each partition's leader first."""
         for n in expired:
             self.fenced[n] = True
             self.events.append({"t_ns": t, "event": "fenced", "node": n})
         for p, part in self.parts.items():
             order = sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired
-            for n in order:
+            first = len(self.events)
+            for i, n in enumerate(order):
+                self.fence_pending = set(order[i + 1:])
                 self._fence_replica(p, part, n, t)
+            self.fence_pending = set()
+            for e in self.events[first:]:
+                if e["event"] == "leader" and e["leader"] in expired:
+                    e["transient"] = True
 
     def _fence_replica(self, p: int, part: _Partition, n: int, t: int):
         if n in part.isr:
@@ -116,7 +133,13 @@ class _Controller(_ZooKeeperMode, _State):
         """ELR upkeep as PartitionChangeBuilder.maybePopulateTargetElr (4.1+): at or above min ISR the ELR is
         empty; below it the ELR is (ELR + ISR) - new ISR - replicas that re-registered after an unclean shutdown.
         A broker merely fenced (killed, not yet back) stays in the ELR: ReplicationControlManager removes it only
-        in handleBrokerUncleanShutdown, when it registers again (see tick)."""
+        in handleBrokerUncleanShutdown, when it registers again (see tick).
+
+        The change that empties the ISR records the partition's leader before it as the last known leader
+        (PartitionChangeBuilder.maybeUpdateLastKnownLeader, KIP-966, 4.0+; releases.py `last_known_leader`): with
+        brokers fenced one at a time that is the last ISR member fenced, not the leader when the first went."""
+        if self.cfg.elr_enabled and not new and part.isr:
+            part.last_known = part.leader
         if self.cfg.elr_enabled:
             if len(new) >= self.cfg.effective_min_isr:
                 part.elr = []
@@ -147,13 +170,13 @@ class _Controller(_ZooKeeperMode, _State):
         part.leader = leader
         if leader is None:
             if old_leader is not None:
-                if self.cfg.elr_enabled:
-                    part.last_known = old_leader
                 self.events.append({"t_ns": t, "event": "offline", "partition": p})
             return
+        part.last_known = None          # maybeUpdateLastKnownLeader clears it once the partition has a leader
         part.epoch += 1
         part.epoch_reason[part.epoch] = f"{how} (broker {leader}, epoch {part.epoch})"
-        part.elections.append((part.epoch, t, how, leader, [list(s) for s in part.logs[leader]]))
+        part.elections.append((part.epoch, t, how, leader, [list(s) for s in part.logs[leader]],
+                               list(part.cuts.get(leader, ()))))
         part.logs[leader].append([part.epoch, t, t])
         part.caught_up = {r: t for r in part.isr}
         event = {"t_ns": t, "event": "leader", "partition": p, "leader": leader, "epoch": part.epoch, "how": how}

@@ -41,13 +41,15 @@ class _Partition:
     isr: list[int]
     epoch: int = 0
     elr: list[int] = field(default_factory=list)
-    last_known: int | None = None                     # ELR on: the leader when the partition went leaderless
+    last_known: int | None = None                     # ELR on: the leader when the ISR emptied
     logs: dict = field(default_factory=dict)          # broker -> [[epoch, t0, t1], ...]
     appended: list = field(default_factory=list)      # every segment any leader (or zombie) ever appended
     caught_up: dict = field(default_factory=dict)     # follower -> last time it was caught up
     view: dict = field(default_factory=dict)          # broker -> (leader, epoch, isr) it believes
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
-    elections: list = field(default_factory=list)     # (epoch, t, how, leader, the leader's log when elected)
+    elections: list = field(default_factory=list)     # (epoch, t, how, leader, its log, its cuts) when elected
+    cuts: dict = field(default_factory=dict)          # broker -> [(power-cut broker, [epoch, t0, t1]), ...] its log
+    #                                                   lacks through a power loss, its own or one of a log it copied
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
     adding: list = field(default_factory=list)        # a reassignment in progress: replicas joining
     removing: list = field(default_factory=list)      # ... and replicas leaving once the new ones are in the ISR
@@ -81,11 +83,11 @@ class _State:
         self.controller: int | None = self._first_controller(samples) if self.zk_mode else min(self.voters)
         self.offline_pending: set[int] = set()      # ZooKeeper mode: expired brokers no controller handled yet
         self.registered_at: dict[int, int] = {}     # ZooKeeper mode: when a broker registered again after expiry
-        self.power_losses: list[tuple[int, int]] = []     # (t, broker)
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
         self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
         self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
         self.new_incarnation: set[int] = set()      # KRaft: restarted before their old session lapsed (_heartbeats)
+        self.fence_pending: set[int] = set()    # KRaft: expired, still to be fenced in this tick (_Controller._fence)
         self.starting: set[int] = set()     # KRaft: restarted and not yet unfenced, so serving nothing (_refresh_views)
         self.fetch_cut: dict[tuple, int] = {}           # (follower, leader) -> when their link was cut, both up
         self.fetch_stuck_until: dict[tuple, int] = {}   # (follower, leader) -> when its fetcher works again
