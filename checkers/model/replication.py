@@ -85,6 +85,7 @@ class _Replication(_Controller):
                     and not self.lagging(f) and not self.link_lagging(f, leader) \
                     and t >= self.fetch_stuck_until.get((f, leader), t):
                 part.logs[f] = [list(s) for s in part.logs[leader]]
+                part.cuts[f] = list(part.cuts.get(leader, ()))
                 part.caught_up[f] = t
                 fetched.add(f)
         if self.can_alter_isr(leader):

@@ -114,13 +114,17 @@ class _Sim(_Replication):
                 healed -= set(s.drops)
 
     def _lose_unflushed(self, n, t):
+        """The broker's unflushed tail is gone from each of its logs; what it removed is marked (`cuts`), and goes
+        with the log wherever a follower copies it, so that a later loss of it is blamed on this power loss only
+        where this cut could have removed it (_blame)."""
         keep = t - self.cfg.unflushed_ns
         for p, part in self.parts.items():
             if n in part.logs:
-                part.logs[n] = _cut(part.logs[n], keep)
+                cut = _cut(part.logs[n], keep)
+                part.cuts[n] = part.cuts.get(n, []) + [(n, seg) for seg in _minus(part.logs[n], cut)]
+                part.logs[n] = cut
                 self.events.append({"t_ns": t, "event": "power loss: unflushed tail dropped", "node": n,
                                     "partition": p})
-        self.power_losses.append((t, n))
 
     def _lose_damaged(self, f: FaultEffect, n, t):
         """A damaged segment, index or leader-epoch-checkpoint: the replica's log of that partition is treated as
@@ -157,12 +161,12 @@ class _Sim(_Replication):
                                                else "acks=all cannot complete"))
             part.down_since = {}
             # What every epoch appended, minus what the final log kept, is what the run may have lost.
-            final = part.logs.get(part.leader) if part.leader is not None else None
-            if final is None:
-                final = max(part.logs.values(), key=lambda lg: (lg[-1][0], lg[-1][2]) if lg else (-1, -1))
+            owner = part.leader if part.leader in part.logs else \
+                max(part.logs, key=lambda n: (part.logs[n][-1][0], part.logs[n][-1][2]) if part.logs[n] else (-1, -1))
+            final = part.logs[owner]
             appended = _union([seg for lg in part.logs.values() for seg in lg] + part.appended)
             for epoch, t0, t1 in _minus(appended, final):
-                self._add_risk(p, part, epoch, t0, t1)
+                self._add_risk(p, part, epoch, t0, t1, part.cuts.get(owner, []))
             # Whatever the next leader had fetched, the last few hundred ms an old leader acked with acks=1
             # may not have reached it.
             for epoch, _, t1 in appended:
@@ -185,35 +189,45 @@ class _Sim(_Replication):
                 end = max(end, f.applied_ns)
         return end
 
-    def _add_risk(self, p, part, epoch, t0, t1):
+    def _add_risk(self, p, part, epoch, t0, t1, final_cuts):
         """Blame a lost piece of epoch `epoch`'s log on the first later election whose leader lacked it: the
         new leader's log is the truth every other replica truncates to (the leader epoch cache and
         OffsetsForLeaderEpoch, KIP-101/KIP-279), so that election is where the piece left the partition. Which
         acks it can hold follows from how that leader was chosen (PartitionChangeBuilder.electLeader): from the
-        ISR or ELR it held every acks=all write, so only an acks=1 tail is gone; elected outside them (unclean)
-        or after a power loss cut its own unflushed tail, acks=all writes may be gone too."""
+        ISR or ELR it held every acks=all write, so only an acks=1 tail is gone; elected outside them (unclean),
+        acks=all writes may be gone too. So may they where the elected log lacks the piece because a power loss cut
+        it (its own, or that of a leader whose log it copied: `cuts`): committed data held only in page caches is
+        lost when they all are (KIP-966's "last replica standing"). A power loss that did not cut that log (a
+        bystander's, or one after it had lost the piece) is not blamed: the piece left through a clean election,
+        and acks=all writes were on that leader."""
         pieces = [[epoch, t0, t1]]
-        for e, t_el, how, leader, snapshot in part.elections:
+        for e, t_el, how, leader, snapshot, cuts in part.elections:
             if e <= epoch or not pieces:
                 continue
             lacking = _minus(pieces, snapshot)
             for _, a, b in lacking:
-                self._blame(p, epoch, a, b, t_el, f"{how} (broker {leader}, epoch {e})", how == "uncleanly")
+                self._blame(p, epoch, a, b, f"{how} (broker {leader}, epoch {e})", how == "uncleanly", cuts)
             pieces = _minus(pieces, [[epoch, a, b] for _, a, b in lacking]) if lacking else pieces
         for _, a, b in pieces:          # held by every leader yet gone: cut by a power loss, or a tail
-            self._blame(p, epoch, a, b, self.t_end, part.epoch_reason.get(epoch + 1, "later"), False)
+            self._blame(p, epoch, a, b, part.epoch_reason.get(epoch + 1, "later"), False, final_cuts)
 
-    def _blame(self, p: int, epoch: int, a: int, b: int, t_el: int, chosen: str, unclean: bool):
-        power = [n for t, n in self.power_losses
-                 if a - REPLICATION_SLACK_NS <= t <= min(t_el, b + self.cfg.unflushed_ns + REPLICATION_SLACK_NS)]
+    def _blame(self, p: int, epoch: int, a: int, b: int, chosen: str, unclean: bool, cuts: list):
         if unclean:
-            reason, acks = f"unclean election: {chosen} lacked writes of epoch {epoch}", ACKED
-        elif power:
-            reason, acks = f"power loss of broker {power[0]}: its unflushed writes of epoch {epoch} were gone", ACKED
-        else:
-            reason = (f"acks=1 tail of epoch {epoch} not yet replicated when its leader was cut off; the next "
-                      f"leader was chosen {chosen}")
-            acks = ("1",)
+            self._risk(p, a, b, ACKED, f"unclean election: {chosen} lacked writes of epoch {epoch}")
+            return
+        rest = [[epoch, a, b]]
+        for who, seg in cuts:
+            if seg[0] != epoch:
+                continue
+            gone = _minus(rest, _minus(rest, [seg]))        # the part of the piece this power loss cut
+            for _, x, y in gone:
+                self._risk(p, x, y, ACKED, f"power loss of broker {who}: its unflushed writes of epoch {epoch} "
+                                           f"were gone")
+            rest = _minus(rest, gone) if gone else rest
+        for _, x, y in rest:
+            self._risk(p, x, y, ("1",), f"acks=1 tail of epoch {epoch} not yet replicated when its leader was cut "
+                                        f"off; the next leader was chosen {chosen}")
+
+    def _risk(self, p: int, a: int, b: int, acks: tuple, reason: str):
         self.risk.append(Window(p, a - REPLICATION_SLACK_NS, b + TICK_NS, acks, reason))
         self.truncs.append(Window(p, a, b, acks, reason))
-

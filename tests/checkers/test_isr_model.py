@@ -148,7 +148,8 @@ DEDICATED = dict(brokers=(1, 2, 3), controllers=(101,))
 
 
 def leaders(model, t0=None, t1=None):
-    return [e for e in model.events if e["event"] == "leader"
+    """Elections that hold: not the transient ones of brokers fenced one at a time in the same tick (_fence)."""
+    return [e for e in model.events if e["event"] == "leader" and not e.get("transient")
             and (t0 is None or e["t_ns"] >= t0) and (t1 is None or e["t_ns"] < t1)]
 
 
