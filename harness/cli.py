@@ -16,6 +16,7 @@ import traceback
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.harness import doc_pages
 
 # The modules that add subcommands, in the order they appear in --help. Imported when the parser is built, not
 # when this module is: the workload's processes start by spawn, which re-imports the main module (the
@@ -30,6 +31,7 @@ COMMAND_MODULES = (
     "kafka_chaos.harness.replay",        # replay
     "kafka_chaos.harness.shrink",        # shrink
     "kafka_chaos.harness.soak",          # soak
+    "kafka_chaos.harness.docs_cli",      # docs
 )
 
 
@@ -37,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-chaos",
         description="Jepsen-style chaos tests against a real Kafka KRaft cluster in Docker.",
-        epilog=exits.HELP,
+        epilog=f"{exits.HELP}. {doc_pages.epilog(())}",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--version", action="version", version=f"kafka-chaos {_version()}")
@@ -49,15 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _everywhere(subparsers) -> None:
-    """-v/--verbose after any subcommand too, and the exit codes in every --help."""
-    for p in subparsers.choices.values():
-        p.epilog = p.epilog or exits.HELP
+def _everywhere(subparsers, path: tuple[str, ...] = ()) -> None:
+    """-v/--verbose after any subcommand too, and in every --help the exit codes, then the docs page that covers
+    the command (harness/doc_pages.py)."""
+    for name, p in subparsers.choices.items():
+        p.epilog = f"{p.epilog or exits.HELP}. {doc_pages.epilog((*path, name))}"
         if not any("--verbose" in a.option_strings for a in p._actions):
             p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging")
         for a in p._actions:
             if isinstance(a, argparse._SubParsersAction):
-                _everywhere(a)
+                _everywhere(a, (*path, name))
 
 
 def _version() -> str:
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted", file=sys.stderr)
-        return 130
+        return exits.INTERRUPTED
     except Exception:
         traceback.print_exc()
         print(f"kafka-chaos: internal error (a bug in kafka-chaos, not a verdict; exit {exits.CRASH}): please "
