@@ -134,7 +134,8 @@ class Judge:
         if pd.isna(row["idempotent"]) or not bool(row["idempotent"]):
             return "allowed", "; allowed: a producer without idempotence may retry and reorder"
         t = _int(row["t_invoke_ns"]) or _int(row["t_read_ns"]) or 0
-        voided = self.model.idempotence_voided(int(row["partition"]), t) if not pd.isna(row["partition"]) else None
+        voided = self.model.idempotence_voided(int(row["partition"]), t, _int(row["t_complete_ns"])) \
+            if not pd.isna(row["partition"]) else None
         if voided:
             return "allowed", f"; allowed: idempotence voided by {voided}"
         bumped = epoch_bump_between(self.client_voids, row.get("producer"), _int(row["t_invoke_ns"]),

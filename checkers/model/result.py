@@ -87,21 +87,6 @@ class ModelResult:
         return int(valid.min()) if i >= 0 and len(valid) else None
 
     # -- what the judge asks (checkers.verdict) ----------------------------------------------------------------
-    def _loss_events(self, partition) -> list[tuple[int, str]]:
-        """(time, description) of the predicted events that can remove committed records on `partition`: unclean
-        elections (PartitionChangeBuilder's unclean path elects a replica outside the ISR, which truncates others
-        to its log) and power losses (the unflushed tail of every replica is gone)."""
-        out = []
-        for e in self.possible_events():
-            if e.get("partition") != partition:
-                continue
-            if e.get("event") == "leader" and e.get("how") == "uncleanly":
-                out.append((int(e["t_ns"]), f"the predicted unclean election of broker {e.get('leader')} "
-                                            f"(epoch {e.get('epoch')})"))
-            elif str(e.get("event", "")).startswith("power loss"):
-                out.append((int(e["t_ns"]), f"the predicted power loss of broker {e.get('node')}"))
-        return out
-
     def committed_loss_cause(self, partition, t_read_ns, t_ack_ns=None, t_invoke_ns=None) -> str | None:
         """Why a committed record (read by a consumer at t_read_ns, appended no later than that) may be gone: a
         risk window of an unclean election or a power loss on its partition that covers its append time, i.e.
@@ -114,21 +99,49 @@ class ModelResult:
                 return w.reason
         return None
 
-    def idempotence_voided(self, partition, t_ns) -> str | None:
-        """An unclean election or power loss on the partition after the write was invoked (less a delivery timeout,
-        within which it may still have been retried) wipes the producer state the leader dedups against."""
-        for te, what in self._loss_events(partition):
-            if te >= t_ns - IDEMPOTENCE_HORIZON_NS:
-                return what
+    def _loss_windows(self, partition):
+        """The risk windows of `partition` that a loss event opened (an unclean election, or a power loss that cut
+        the elected log; sim._blame): the only ones that can hold committed records, and the same ones
+        durability() puts acks=all writes at risk by."""
+        return [w for w in self.risk if w.partition == partition and ("unclean" in w.reason or "power loss" in
+                                                                      w.reason)]
+
+    def idempotence_voided(self, partition, t_ns, t_complete_ns=None) -> str | None:
+        """A duplicate (or reordering) of an idempotent producer's write invoked at t_ns is Kafka's doing only if
+        the partition lost the first copy's producer state: the leader dedups a retry against the state it rebuilt
+        from its log (ProducerStateManager), so the first copy must have been in a piece a loss event removed.
+        That copy was appended between the invocation and the ack (t_complete_ns), or, without one, within the
+        producer's delivery timeout (IDEMPOTENCE_HORIZON_NS); a loss window covering that span voids it, as
+        durability() would class such a write at risk. A loss elsewhere (a follower's power loss, an unclean
+        election whose leader held the write, one minutes later) voids nothing."""
+        t_hi = t_complete_ns if t_complete_ns is not None else t_ns + IDEMPOTENCE_HORIZON_NS
+        for w in self._loss_windows(partition):
+            if w.start_ns <= t_hi and t_ns <= w.end_ns:
+                return f"the predicted {w.reason}"
         return None
 
     def rewrite_cause(self, partition, offset, t_read_ns) -> str | None:
-        """A read (committed) position can hold another value later only after an unclean election or a power loss
-        on its partition following the first read (less the model's timing slack)."""
-        for te, what in self._loss_events(partition):
-            if t_read_ns is None or te >= t_read_ns - REPLICATION_SLACK_NS:
-                return what
+        """A read (committed) position can hold another value later only if the record read there was in a piece a
+        loss event removed: a loss window of the partition that began before the first read (the record existed
+        then) and, where the high watermark was sampled, when it was not yet above the offset (a piece appended
+        from then on has offsets at or above it). A loss whose piece came after the read, or a follower's power
+        loss that no elected log inherited, explains nothing."""
+        for w in self._loss_windows(partition):
+            if t_read_ns is not None and w.start_ns > t_read_ns:
+                continue
+            floor = self._hw_before(partition, w.start_ns)
+            if offset is not None and floor is not None and offset < floor:
+                continue
+            return f"the predicted {w.reason}"
         return None
+
+    def _hw_before(self, partition, t_ns) -> int | None:
+        """The high watermark last sampled at or before t_ns (None: no sample)."""
+        if partition not in self.hw:
+            return None
+        ts, hws = self.hw[partition]
+        i = np.searchsorted(ts, t_ns, side="right") - 1
+        return int(hws[i]) if i >= 0 and hws[i] >= 0 else None
 
     def min_isr_windows(self) -> list[tuple[int, int, int]]:
         """(partition, start, end) in which the model is certain the ISR was below min.insync.replicas, so that
