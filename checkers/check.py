@@ -241,9 +241,7 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     span = meta.end_ns - meta.start_ns if meta.start_ns and meta.end_ns else None
     available = availability.summary(stalls, meta.partitions, span, settings.stall_threshold_s,
                                      settings.max_stall_s)
-    why = stall_cause.explainer(run_dir, meta.producers, [(w.start_ns, w.end_ns, w.partition, w.reason)
-                                                           for w in model.unavailable if acks & set(w.acks)],
-                                samples, stalls)
+    why = stall_cause.explainer(run_dir, meta.producers, model.unavailable, acks, samples, stalls)
     available |= stall_cause.explained(why, stalls)          # whose time each stall was
 
     if disagreements is None:
@@ -382,11 +380,8 @@ def print_outcomes(outcomes: list[RunOutcome]) -> None:
               f"model disagreements: {len(v.get('model_disagreements') or [])}{note}")
         for line in observed.disagreement_lines(v.get("model_disagreements")):
             print(f"{'':<{width}}  {line}")
-        if avail.get("stalls") and avail.get("attribution"):
-            print(f"{'':<{width}}  {stall_cause.summary_line(avail['attribution'])}")
-        for name, c in (v.get("clients") or {}).items():
-            if len(v.get("clients")) > 1 and c.get("stalls") and c.get("attribution"):
-                print(f"{'':<{width}}  {name}: {stall_cause.summary_line(c['attribution'])}")
+        for line in stall_cause.check_lines(v):
+            print(f"{'':<{width}}  {line}")
         if o.valid is None:
             inc = v.get("incomplete") or {}
             for why in inc.get("run") or []:

@@ -266,6 +266,14 @@ def summary_line(attribution: dict) -> str:
            f"unexplained {attribution['unexplained_s']:.1f}{note}"
 
 
+def check_lines(verdict: dict) -> list[str]:
+    """`check`'s lines under a run: its stall seconds split, and each client's when several wrote side by side."""
+    avail, clients = verdict.get("availability") or {}, verdict.get("clients") or {}
+    lines = [summary_line(avail["attribution"])] if avail.get("stalls") and avail.get("attribution") else []
+    return lines + [f"{name}: {summary_line(c['attribution'])}" for name, c in clients.items()
+                    if len(clients) > 1 and c.get("stalls") and c.get("attribution")]
+
+
 def read_stats(run_dir: Path | str) -> pd.DataFrame | None:
     path = Path(run_dir) / STATS_FILE
     return pd.read_parquet(path) if path.exists() else None
@@ -284,10 +292,11 @@ def settings_of(producers: list[dict]) -> dict[str, ClientSettings]:
     return {str(p.get("name")): ClientSettings.from_profile(p) for p in producers}
 
 
-def explainer(run_dir: Path | str | None, producers: list[dict], windows: list[tuple[int, int, int, str]],
+def explainer(run_dir: Path | str | None, producers: list[dict], unavailable: list, acks: set[str],
               samples: pd.DataFrame | None, stalls: list[Stall]) -> Explainer:
-    """The run's Explainer; the sends are read (for expiries) only when a stall has time the model leaves open and
-    the run has client statistics."""
+    """The run's Explainer over the model's unavailable windows (checkers.model Window) for the acks in use; the
+    sends are read (for expiries) only when a stall has time the model leaves open and the run has statistics."""
+    windows = [(w.start_ns, w.end_ns, w.partition, w.reason) for w in unavailable if acks & set(w.acks)]
     stats = read_stats(run_dir) if run_dir is not None else None
     expired = None
     if stats is not None and any(s.unpredicted_s > 0 for s in stalls):
