@@ -67,8 +67,13 @@ RULES: dict[str, Rule] = {
         "PartitionChangeBuilder.maybePopulateTargetElr; ReplicationControlManager.handleBrokerUncleanShutdown",
         modes=(KRAFT,)),
     "last_known_leader": Rule(
-        (4, 0), "KIP-966: with ISR and ELR empty, the last known leader may lead again (liveness fix KAFKA-19522, 4.1)",
-        "PartitionChangeBuilder.canElectLastKnownLeader", modes=(KRAFT,)),
+        (4, 0), "KIP-966: with ISR and ELR empty, the last known leader may lead again (liveness fix KAFKA-19522, "
+        "4.1). "
+        "It is the partition's leader when a change empties the ISR, i.e. the last ISR member fenced (brokers are "
+        "fenced one at a time, one_stale_broker_fenced_at_a_time), not the leader when the first went",
+        "PartitionChangeBuilder.canElectLastKnownLeader; PartitionChangeBuilder.maybeUpdateLastKnownLeader "
+        "(lastKnownElr := [partition.leader] on the change whose ISR is empty; cleared once a leader is elected)",
+        modes=(KRAFT,)),
     "last_known_leader_elected_while_fenced": Rule(
         (4, 0), "KAFKA-19522: up to 4.0.2 the last known leader is elected even while fenced (seen on 4.0.0 in the "
         "metadata log, README 'Historical bugs'); the model elects it only once unfenced, as 4.1.0 does, so a run "
@@ -86,9 +91,22 @@ RULES: dict[str, Rule] = {
         "adding.size() < removing.size() guard), via PartitionChangeBuilder.completeReassignmentIfNeeded",
         modes=(KRAFT,)),
     "one_stale_broker_fenced_at_a_time": Rule(
-        (3, 3), "KRaft brokers' sessions: the controller fences the stalest broker first, one at a time",
-        "ReplicationControlManager.maybeFenceOneStaleBroker, BrokerHeartbeatManager.findOneStaleBroker",
-        modes=(KRAFT,)),
+        (3, 0), "KRaft brokers' sessions: the controller fences the stalest broker first, one at a time, each its own "
+        "metadata change; a broker whose session lapsed but whose turn has not come is still active, so fencing a "
+        "leader may elect it (read in 3.0, 3.3, 3.5, 3.7, 3.9 and trunk)",
+        "ReplicationControlManager.maybeFenceOneStaleBroker, BrokerHeartbeatManager.findOneStaleBroker; "
+        "generateLeaderAndIsrUpdates' isAcceptableLeader (ClusterControlManager.isActive: registration not fenced, "
+        "not in controlled shutdown; the process may be dead)", modes=(KRAFT,)),
+    "restarted_broker_serves_once_unfenced": Rule(
+        (2, 8), "KIP-631 broker registration: a restarted broker (a new incarnation) is refused while its old session "
+        "is valid, so the controller fences it when that lapses and elects another leader; the new process serves "
+        "no produce or fetch before then: up to 3.4 BrokerServer.startup waits for the initial catch-up, which needs "
+        "a registration, before opening its listeners; from 3.5 (apache/kafka 5d597b0fc81) it opens them only once "
+        "the controller has unfenced it. So it leads nothing it led before, and no follower copies its log",
+        "ClusterControlManager.registerBroker (DuplicateBrokerRegistrationException while "
+        "heartbeatManager.hasValidSession and the incarnation differs); BrokerServer.startup "
+        "(lifecycleManager.initialCatchUpFuture, setReadyToUnfence, then socketServer.enableRequestProcessing); "
+        "BrokerLifecycleManager", modes=(KRAFT,)),
 }
 
 
