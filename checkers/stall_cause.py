@@ -41,6 +41,7 @@ class ClientSettings:
     librdkafka CONFIGURATION.md, Kafka's ProducerConfig)."""
 
     client: str = "librdkafka"
+    acks: str = "all"
     delivery_timeout_ms: int = 30_000
     request_timeout_ms: int = 10_000
     socket_timeout_ms: int = 60_000
@@ -53,19 +54,27 @@ class ClientSettings:
     @classmethod
     def from_profile(cls, p: dict) -> "ClientSettings":
         java = p.get("client") == "java"
-        return cls(client="java" if java else "librdkafka",
+        return cls(client="java" if java else "librdkafka", acks=str(p.get("acks") or "all"),
                    delivery_timeout_ms=int(p.get("delivery_timeout_ms") or cls.delivery_timeout_ms),
                    request_timeout_ms=int(p.get("request_timeout_ms") or cls.request_timeout_ms),
                    connection_setup_timeout_ms=10_000 if java else 30_000,
                    reconnect_backoff_max_ms=1_000 if java else 10_000)
 
-    def in_flight(self, broker: int) -> str:
+    def in_flight(self, broker: int, timed_out: bool) -> str:
+        """Requests to the leader unanswered: timed out later (unreachable), or answered late (the broker waited:
+        for acks=all, on the ISR, up to request.timeout.ms)."""
         if self.client == "java":
-            return f"requests in flight to broker {broker}, no response, until request.timeout.ms=" \
-                   f"{self.request_timeout_ms}"
-        return f"requests in flight to broker {broker}, no response, until the first message's " \
-               f"delivery.timeout.ms={self.delivery_timeout_ms} (capped by socket.timeout.ms=" \
-               f"{self.socket_timeout_ms}; request.timeout.ms={self.request_timeout_ms} is the broker's)"
+            limit = f"request.timeout.ms={self.request_timeout_ms}"
+        else:
+            limit = f"the first message's delivery.timeout.ms={self.delivery_timeout_ms} (capped by " \
+                    f"socket.timeout.ms={self.socket_timeout_ms}; request.timeout.ms={self.request_timeout_ms} is " \
+                    f"the broker's)"
+        if timed_out:
+            return f"requests in flight to unreachable broker {broker}, timed out at {limit}"
+        if self.acks == "all":
+            return f"requests in flight to broker {broker}, awaiting its acks=all response (the leader waits for " \
+                   f"the ISR up to request.timeout.ms={self.request_timeout_ms})"
+        return f"requests in flight to broker {broker}, awaiting its response (the client waits until {limit})"
 
     def metadata(self, what: str) -> str:
         key = "metadata.max.age.ms" if self.client == "java" else "topic.metadata.refresh.interval.ms"
@@ -146,7 +155,7 @@ class Explainer:
                 pieces.append([a, b, CLUSTER, reason])
                 continue
             for t in range(a, b, SLICE_NS):
-                cause, why = self._slice(stall.partition, t, min(b, t + SLICE_NS), names)
+                cause, why = self._slice(stall.partition, t, min(b, t + SLICE_NS), names, stall)
                 pieces.append([t, min(b, t + SLICE_NS), cause, why])
         pieces = _joined(pieces)
         causes: dict[tuple[str, str], int] = {}
@@ -176,16 +185,16 @@ class Explainer:
                 out.append((a, b, reason))
         return out
 
-    def _slice(self, partition: int, a: int, b: int, names: list[str]) -> tuple[str, str]:
+    def _slice(self, partition: int, a: int, b: int, names: list[str], stall: Stall) -> tuple[str, str]:
         seen = False
         for name in names:
-            cause, why = self._producer_slice(name, partition, a, b)
+            cause, why = self._producer_slice(name, partition, a, b, stall)
             if cause == CLIENT:
                 return cause, why
             seen = seen or why != NO_STATS
         return UNEXPLAINED, NO_WAIT if seen else NO_STATS
 
-    def _producer_slice(self, name: str, partition: int, a: int, b: int) -> tuple[str, str]:
+    def _producer_slice(self, name: str, partition: int, a: int, b: int, stall: Stall) -> tuple[str, str]:
         s, cfg = self._series[name], self.settings.get(name, ClientSettings())
         i = s.at(b)
         if i is None:
@@ -200,7 +209,7 @@ class Explainer:
             return CLIENT, cfg.connecting(leader, state)
         waiting = _n(broker, "waitresp_cnt") if _known(state) else _n(client, "waitresp_cnt")   # Java: client-wide
         if waiting > 0 and (_n(part, "msgs_inflight") > 0 or _n(part, "msgq_cnt") > 0 or cfg.client == "java"):
-            return CLIENT, cfg.in_flight(leader)
+            return CLIENT, cfg.in_flight(leader, self._timed_out(s, leader, stall))
         if _n(client, "msg_max") and _n(client, "msgq_cnt") >= _n(client, "msg_max"):
             return CLIENT, f"queue full (queue.buffering.max.messages={_n(client, 'msg_max')})"
         if _known(client.get("buffer_available_bytes")) and _n(client, "buffer_available_bytes") == 0:
@@ -215,6 +224,14 @@ class Explainer:
         if actual is not None and actual != leader:
             return CLIENT, cfg.metadata(f"the client sends to broker {leader}, the cluster's leader is {actual}")
         return UNEXPLAINED, NO_WAIT
+
+    @staticmethod
+    def _timed_out(s: _Series, broker: int, stall: Stall) -> bool:
+        """The broker's request timeouts rose during the stall (to a sample shortly after its end)."""
+        first = max(0, int(np.searchsorted(s.times, stall.start_ns, side="right")) - 1)
+        stop = int(np.searchsorted(s.times, stall.end_ns + STALE_NS, side="right"))
+        now = _n(s.brokers[first].get(broker), "req_timeouts")
+        return any(_n(s.brokers[j].get(broker), "req_timeouts") > now for j in range(first + 1, stop))
 
     def _expired(self, producer: str, partition: int, a: int, b: int) -> bool:
         e = self.expired

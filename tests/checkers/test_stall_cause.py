@@ -16,15 +16,16 @@ from tests.checkers.conftest import MS, T, read, send, write_run
 from tests.schemas import validate
 
 S = 1000 * MS
-IN_FLIGHT = ("requests in flight to broker 1, no response, until the first message's delivery.timeout.ms=30000 "
-             "(capped by socket.timeout.ms=60000; request.timeout.ms=10000 is the broker's)")
+IN_FLIGHT = ("requests in flight to broker 1, awaiting its response (the client waits until the first message's "
+             "delivery.timeout.ms=30000 (capped by socket.timeout.ms=60000; request.timeout.ms=10000 is the broker's))")
 
 
-def stats_doc(t_s: int, waiting: bool, leader0: int | None = 1, state1: str = "UP") -> str:
+def stats_doc(t_s: int, waiting: bool, leader0: int | None = 1, state1: str = "UP", timeouts1: int = 0) -> str:
     """One librdkafka statistics document (STATISTICS.md's fields) as the stats_cb gets it."""
-    def broker(node, state, waitresp):
+    def broker(node, state, waitresp, timeouts=0):
         return {"name": f"b{node}:9092/{node}", "nodeid": node, "state": state, "stateage": 5_000_000,
-                "outbuf_cnt": 0, "waitresp_cnt": waitresp, "req_timeouts": 0, "txretries": 0, "rtt": {"avg": 900}}
+                "outbuf_cnt": 0, "waitresp_cnt": waitresp, "req_timeouts": timeouts, "txretries": 0,
+                "rtt": {"avg": 900}}
 
     def part(p, leader, inflight):
         return {"partition": p, "leader": -1 if leader is None else leader, "unknown": False, "msgq_cnt": 0,
@@ -32,7 +33,7 @@ def stats_doc(t_s: int, waiting: bool, leader0: int | None = 1, state1: str = "U
 
     return json.dumps({
         "ts": t_s * 1_000_000, "time": 0, "msg_cnt": 10, "msg_max": 100000,
-        "brokers": {"b1": broker(1, state1, 2 if waiting else 0), "b2": broker(2, "UP", 0),
+        "brokers": {"b1": broker(1, state1, 2 if waiting else 0, timeouts1), "b2": broker(2, "UP", 0),
                     "boot": {"nodeid": -1, "state": "UP", "waitresp_cnt": 0}},
         "topics": {"chaos": {"metadata_age": 800, "partitions": {
             "0": part(0, leader0, 40 if waiting else 0), "1": part(1, 2, 0), "-1": part(-1, None, 0)}}}})
@@ -143,3 +144,12 @@ def test_the_report_shows_each_stall_beside_whose_time_it_was(tmp_path):
     html = write_report(run).read_text()
     assert "Stalls: whose time" in html and "requests in flight to broker 1" in html
     assert "unexplained: the client&#39;s statistics show no waiting" in html
+
+
+def test_requests_that_later_time_out_were_in_flight_to_an_unreachable_broker():
+    ex = explainer([], [(t, stats_doc(t, 3 <= t <= 8, timeouts1=0 if t < 8 else 2)) for t in range(12)])
+    got = ex.explain(Stall(0, T + 3 * S, T + 8 * S, 0))
+    assert got["client_s"] == 5.0
+    assert [c["mechanism"] for c in got["causes"]] == [
+        "requests in flight to unreachable broker 1, timed out at the first message's delivery.timeout.ms=30000 "
+        "(capped by socket.timeout.ms=60000; request.timeout.ms=10000 is the broker's)"]
