@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import subprocess
 import sys
 import tempfile
@@ -38,21 +39,22 @@ def build(out: Path, root: Path | None = None) -> subprocess.CompletedProcess:
                                  "bash scripts/setup.sh --test (or: pip install mkdocs mkdocs-material)") from None
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--config-file",
                            str(root / "mkdocs.yml"), "--site-dir", str(out)],
-                          cwd=root, capture_output=True, text=True)
+                          cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})     # Material's end-of-life banner
 
 
 def register(sub) -> None:
     p = sub.add_parser("docs", help="build the documentation site and serve it on loopback",
                        description="Build the documentation site (mkdocs build --strict over the checkout's docs/) "
                                    f"and serve it at http://{HOST}:PORT/ until Ctrl-C.")
-    p.add_argument("--port", type=int, default=8000, help="loopback port to serve on (default 8000)")
+    p.add_argument("--port", type=int, default=8000, help="loopback port to serve on (default 8000; 0: any free one)")
     p.add_argument("--out", type=Path, metavar="DIR", help="build the site into DIR and stop, serving nothing")
     p.set_defaults(func=_cmd_docs)
 
 
 def _cmd_docs(args) -> int:
-    if not 0 < args.port < 65536:
-        raise UsageError(f"--port {args.port} is not a TCP port", "pass 1-65535, e.g. --port 8000")
+    if not 0 <= args.port < 65536:
+        raise UsageError(f"--port {args.port} is not a TCP port", "pass 1-65535 (0: any free port), e.g. --port 8000")
     if args.out:
         _built(build(args.out))
         print(f"site built in {args.out}")
