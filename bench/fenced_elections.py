@@ -1,5 +1,5 @@
 """Print the partition changes that elected a fenced broker, from a running KRaft cluster's metadata log
-(cluster/metadata_log.py), and save the log's text beside a run: KAFKA-19522's evidence (README "Historical bugs").
+(cluster/metadata_log.py), and save the log's text beside a run: KAFKA-19522's evidence (docs/findings.md).
 
     .venv/bin/python bench/fenced_elections.py CLUSTER_NAME [SAVE_AS]
 

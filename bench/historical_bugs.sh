@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Historical bugs" evidence for KAFKA-19522 (a fenced last known leader elected, 4.0.x, fixed in
+# docs/findings.md's "Historical bugs" evidence for KAFKA-19522 (a fenced last known leader elected, 4.0.x, fixed in
 # 4.1.0): cascade-kill-serial with eligible leader replicas on, on each release given, one cluster at a time (started
 # by the run, kept for the metadata-log read, removed at the end), then the controller's metadata log searched for
 # partition changes that elected a fenced broker (bench/fenced_elections.py).

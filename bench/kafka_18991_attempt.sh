@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Historical bugs" attempt at KAFKA-18991 (a follower acting on an older leader epoch's diverging end
+# docs/findings.md's "Historical bugs" attempt at KAFKA-18991 (a follower acting on an older leader epoch's diverging end
 # offset; fixed in 3.9.1, 4.0.1 and 4.1.0): bench/schedules/kafka-18991-attempt.json (leader isolations, which
 # leave the old leader with an unreplicated acks=1 tail to truncate, each healed just before a reassignment of the
 # same partition, which bumps the leader epoch while those truncating fetches are in flight), 4 brokers, one run

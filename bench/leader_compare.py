@@ -2,7 +2,7 @@
 
 The same comparison as the verdict's `leader_mismatch` disagreements (checkers/model/elections.py), over many stored
 runs at once and without the anomaly pass: a count of observed elections per run and a line for each one no replay
-of the model chose, to be run down in the run's node logs (README, "A quick restart is fenced").
+of the model chose, to be run down in the run's node logs (docs/findings.md, "A quick restart is fenced").
 
     python bench/leader_compare.py results/ /tmp/other-results/
 """

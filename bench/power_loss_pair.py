@@ -1,4 +1,4 @@
-"""The power-loss pair for the README: `power-loss-all` with acks=all and min.insync.replicas=2, once under Kafka's
+"""The power-loss pair of docs/findings.md: `power-loss-all` with acks=all and min.insync.replicas=2, once under Kafka's
 default flush settings and once with --flush-every-write, same seed; prints each verdict, what was lost, what the
 model predicted, and the acked writes per second before the power loss (the throughput cost of fsync per write).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The issue-15 evidence behind the README's "ZooKeeper mode and older releases" tables: leader-kill, leader-isolate
+# The evidence behind docs/findings.md's ZooKeeper-mode and older-release tables: leader-kill, leader-isolate
 # and cascade-kill with acks=1 and with acks=all min.insync.replicas=2 on one release and metadata mode, on one
 # chaos cluster (started by the first run, reused by the others, removed at the end), judged with pandas.
 #   bash bench/release_runs.sh 3.9.2 zookeeper results/releases [DURATION]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real runs behind the README's table: every catalog scenario x three profiles on one Kafka version, seed 1,
+# Real runs behind docs/findings.md's table: every catalog scenario x three profiles on one Kafka version, seed 1,
 # histories only; then check them all in one Spark job and print the table.
 #   bash bench/run_matrix.sh 4.4.0 results/matrix
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's replay / shrink / soak figures, one real cluster at a time:
+# docs/findings.md's replay / shrink / soak figures, one real cluster at a time:
 #   1. cascade-kill, acks=all, min.insync.replicas=1, unclean election, 40 s, seed 7;
 #   2. shrink it with --target lost (budget 30 min, 2 tries per candidate);
 #   3. run the generated test_repro_<run_id>.py with pytest;

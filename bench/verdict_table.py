@@ -1,4 +1,4 @@
-"""The README's table of real runs: scenario x profile x version -> predicted loss, observed loss, model
+"""The table of real runs in docs/findings.md: scenario x profile x version -> predicted loss, observed loss, model
 disagreements, verdict, read from checked results directories.
 
     .venv/bin/python bench/verdict_table.py results/          # every checked run under a results root

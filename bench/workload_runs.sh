@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The issue-16 evidence behind the README's "Workloads: real runs" table: each workload beyond one librdkafka
+# The evidence behind docs/findings.md's table of each workload's real runs: each workload beyond one librdkafka
 # producer (the Java client, a consumer group committing auto and manual, transactions) under leader-kill and
 # leader-isolate, one run at a time on one chaos cluster (started by the first run, reused by the others, removed
 # at the end), judged with pandas; then `--client both` on leader-isolate --acks 1; then a group member killed

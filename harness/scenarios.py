@@ -180,7 +180,7 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              "follower first", single("cascade-kill", topic=TOPIC, interval_s=6.0)),
     Scenario("cascade-kill-serial", "cascade-kill whose heal restarts each broker only once the one before has "
              "registered, so chaos/0's last leader registers last: with ELR on, 4.0.x elects it while it is still "
-             "fenced (KAFKA-19522, fixed in 4.1.0; README 'Historical bugs')",
+             "fenced (KAFKA-19522, fixed in 4.1.0; docs/findings.md, 'Historical bugs')",
              single("cascade-kill-serial", topic=TOPIC, interval_s=8.0)),
     Scenario("client-isolate", "the workload cannot reach one broker, heal; repeated",
              cycles("client-isolate")),

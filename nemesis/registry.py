@@ -103,7 +103,7 @@ _TYPES = [
               "first-killed (out-of-sync) follower first",
               lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s), takes_target=False),
     FaultType("cascade-kill-serial", "as cascade-kill, but heal restarts each broker only once the one before has "
-              "registered: the leader, killed last, registers last (KAFKA-19522's trigger, README 'Historical bugs')",
+              "registered: the leader, killed last, registers last (KAFKA-19522's trigger, docs/findings.md)",
               lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s, name="cascade-kill-serial",
                                             register_each=True), takes_target=False),
     # network

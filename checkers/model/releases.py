@@ -76,7 +76,7 @@ RULES: dict[str, Rule] = {
         modes=(KRAFT,)),
     "last_known_leader_elected_while_fenced": Rule(
         (4, 0), "KAFKA-19522: up to 4.0.2 the last known leader is elected even while fenced (seen on 4.0.0 in the "
-        "metadata log, README 'Historical bugs'); the model elects it only once unfenced, as 4.1.0 does, so a run "
+        "metadata log, docs/findings.md); the model elects it only once unfenced, as 4.1.0 does, so a run "
         "on 4.0.x may show that election a few seconds before the model's",
         "PartitionChangeBuilder.canElectLastKnownLeader (no `return false` after its liveness test before 4.1.0)",
         modes=(KRAFT,), until=(4, 1), modelled=False),
