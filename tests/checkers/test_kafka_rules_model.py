@@ -9,7 +9,7 @@
    (ReplicationControlManager.maybeFenceOneStaleBroker, PartitionChangeBuilder.maybeUpdateLastKnownLeader).
 """
 from kafka_chaos.checkers.model import FaultEffect, run_model
-from tests.checkers.test_isr_model import S, T0, cfg, kill, restart
+from tests.checkers.test_isr_model import T0, S, cfg, kill, restart
 
 DEDICATED = dict(brokers=(1, 2, 3), controllers=(101,))
 

@@ -4,8 +4,8 @@ import pytest
 
 from kafka_chaos.checkers.model.config import RESTART_UNFENCE_NS
 from tests.checkers.adversarial.scenarios import (
-    S,
     T0,
+    S,
     at,
     cut,
     durability,
