@@ -34,17 +34,17 @@ KINDS: dict[str, Kind] = {
         "value", "read at two or more distinct (partition, offset) positions",
         "the producer is idempotent and neither a predicted unclean election or power loss nor the client's own "
         "epoch bump (its messages timed out, or it logged a bump, while the write was pending) voided that", VERDICT),
-    "nonmonotonic_send": Kind(
-        "send", "`ok`, acked at a lower offset than the previous `ok` send (invoke order) of the same process, "
-        "producer and partition", "as `duplicate`: an idempotent producer whose promise nothing voided", VERDICT),
     "phantom": Kind("value", "read, but no send carries it", "always", VERDICT),
-    "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always", VERDICT),
     "divergent": Kind(
         "position", "two or more distinct values read at one (partition, offset)",
         "no predicted unclean election or power loss rewrote the position", VERDICT),
+    "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always", VERDICT),
     "offset_mismatch": Kind(
         "send", "`ok` with an offset, read, but never at that offset",
         "its write was not at risk and no predicted unclean election or power loss rewrote the position", VERDICT),
+    "nonmonotonic_send": Kind(
+        "send", "`ok`, acked at a lower offset than the previous `ok` send (invoke order) of the same process, "
+        "producer and partition", "as `duplicate`: an idempotent producer whose promise nothing voided", VERDICT),
     "min_isr_breach": Kind(
         "send", "acks `all`, `ok`, and acknowledged wholly inside a window in which both the ISR model and the "
         "brokers' own metadata put the partition's ISR below min.insync.replicas", "always", VERDICT),
