@@ -17,6 +17,8 @@ from kafka_chaos.checkers.model.config import (
 )
 from kafka_chaos.checkers.model.windows import Window, intersect_windows
 
+HW_SAMPLE_AGE_NS = 5_000_000_000     # a sampled high watermark bounds the offsets of a piece begun this soon after it
+
 
 @dataclass
 class ModelResult:
@@ -136,12 +138,13 @@ class ModelResult:
         return None
 
     def _hw_before(self, partition, t_ns) -> int | None:
-        """The high watermark last sampled at or before t_ns (None: no sample)."""
+        """The high watermark sampled last before t_ns, if within HW_SAMPLE_AGE_NS of it (None: no such sample; an
+        older one may predate a truncation that lowered the HW since)."""
         if partition not in self.hw:
             return None
         ts, hws = self.hw[partition]
         i = np.searchsorted(ts, t_ns, side="right") - 1
-        return int(hws[i]) if i >= 0 and hws[i] >= 0 else None
+        return int(hws[i]) if i >= 0 and hws[i] >= 0 and t_ns - ts[i] <= HW_SAMPLE_AGE_NS else None
 
     def min_isr_windows(self) -> list[tuple[int, int, int]]:
         """(partition, start, end) in which the model is certain the ISR was below min.insync.replicas, so that

@@ -118,3 +118,18 @@ def test_the_last_known_leader_is_the_last_isr_member_fenced():
     status, reason = model.durability(0, T0 + 20 * S, "1", T0 + 20 * S)
     assert status == "at_risk" and "broker 3" in reason          # left when 3 was elected, lacking it
     assert model.durability(0, T0 + 5 * S, "1", T0 + 5 * S)[0] == "guaranteed"
+
+
+def test_a_rewrite_is_excused_only_at_offsets_the_lost_piece_could_hold():
+    # the last replica standing (3.9, no ELR) loses power at 100 s and is elected again: what it appended from
+    # 65 s on is gone. A position already below the high watermark sampled just before that piece began was not in
+    # it; one at or above it may have been.
+    import pandas as pd
+    timeline = [kill(2, T0 + 10 * S), kill(3, T0 + 10 * S), power(1, T0 + 100 * S), power(1, T0 + 110 * S, "heal")]
+    samples = pd.DataFrame({"t_ns": [T0, T0 + 62 * S], "partition": [0, 0], "leader": [1, 1],
+                            "isr": [[1, 2, 3], [1]], "high_watermark": [0, 50]})
+    model = run_model(cfg(min_isr=1, version="3.9.2", elr=False, **DEDICATED), timeline, samples,
+                      t_begin=T0, t_end=T0 + 300 * S)
+    assert model.durability(0, T0 + 90 * S, "all", T0 + 90 * S)[0] == "at_risk"
+    assert model.rewrite_cause(0, 10, T0 + 91 * S) is None
+    assert "power loss of broker 1" in model.rewrite_cause(0, 60, T0 + 91 * S)
