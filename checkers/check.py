@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
@@ -29,12 +28,13 @@ from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
 from kafka_chaos.checkers.model.windows import intersect_windows
-from kafka_chaos.checkers.timings import Timings, timed
-from kafka_chaos.checkers.verdict import anomalies_table, build_verdict, judge
+from kafka_chaos.checkers.outputs import write_outputs
+from kafka_chaos.checkers.timings import timed
+from kafka_chaos.checkers.verdict import build_verdict, judge
 from kafka_chaos.history.controller_log import unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
 from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
-from kafka_chaos.history.reader import read_table, validate_run
+from kafka_chaos.history.reader import read_table, sent_with, validate_run
 from kafka_chaos.history.schema import ANOMALY_KINDS, CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -104,20 +104,9 @@ def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tupl
     """The model replayed on a run's faults (run_dir: its logged unfence times), and the run's cluster samples."""
     faults = read_table(present.get("history/faults.parquet"), FAULTS_SCHEMA)
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
-    cfg = ModelConfig.from_meta(meta, *sent_with(present))    # the acks and idempotence the sends used
+    cfg = ModelConfig.from_meta(meta, *sent_with(present.get("history/sends.parquet")))   # as sent
     unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
     return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences), samples
-
-
-def sent_with(present: dict) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """The acks levels and idempotence the run's sends used (the model's predictions speak of these; meta.json's
-    producer profiles when the run has no sends). Two dictionary-encoded columns: a fraction of a second at 10M."""
-    path = present.get("history/sends.parquet")
-    if path is None:
-        return (), ()
-    table = pq.read_table(path, columns=["acks", "idempotent"], read_dictionary=["acks"])
-    return (tuple(sorted(str(a) for a in pc.unique(table.column("acks")).to_pylist())),
-            tuple(sorted(bool(i) for i in pc.unique(table.column("idempotent")).to_pylist())))
 
 
 def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int, int, int]]:
@@ -127,31 +116,6 @@ def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int
 
     model_side = [(int(p), int(a), int(b)) for p, a, b in model.min_isr_windows()]
     return intersect_windows(model_side, observed.isr_below(samples, model.config.effective_min_isr))
-
-
-def _write(run_dir: Path, verdict: dict, judged: pd.DataFrame, spent: dict | None = None,
-           started: float | None = None) -> None:
-    """Write both outputs through temporary names, so a crash never leaves half a verdict behind; with `spent`
-    (phase -> seconds) and `started` (the check's start), verdict.json gets its timings and `-v` logs them."""
-    with timed(spent if spent is not None else {}, "report"):
-        tmp = run_dir / ".anomalies.parquet.tmp"
-        pq.write_table(anomalies_table(judged), tmp)
-        os.replace(tmp, run_dir / "anomalies.parquet")
-    if spent is not None:
-        timings = Timings.of(spent, started)
-        verdict["timings"] = timings.as_dict()
-        log.debug("%s", timings.line(run_dir.name))
-    tmp = run_dir / ".verdict.json.tmp"
-    tmp.write_text(json.dumps(verdict, indent=2, default=_json_default) + "\n")
-    os.replace(tmp, run_dir / "verdict.json")
-
-
-def _json_default(x):
-    if hasattr(x, "item"):
-        return x.item()
-    if isinstance(x, (set, tuple)):
-        return list(x)
-    raise TypeError(f"not JSON serialisable: {type(x)}")
 
 
 def check(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
@@ -207,7 +171,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
                     if _idempotent_out_of_order(found.instances) else ClientVoids()
                 verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
             verdict["checker"] = checker
-            _write(run_dir, verdict, judged, own, started)
+            write_outputs(run_dir, verdict, judged, own, started)
             outcomes.append(RunOutcome(run_id, run_dir, "checked", verdict["valid"], verdict))
     if table and len(outcomes) > 1:
         write_table(outcomes, paths)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.history.meta import HistoryError
@@ -71,3 +72,13 @@ def read_table(path: Path | None, schema: pa.Schema) -> pd.DataFrame:
     """A history file as pandas with nullable integers; an absent optional file is an empty frame."""
     table = schema.empty_table() if path is None else pq.read_table(path, columns=schema.names)
     return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get)
+
+
+def sent_with(sends: Path | None) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """The acks levels and idempotence a run's sends used, as sorted tuples (empty without a sends file): what the
+    model's predictions speak of. Two columns, acks dictionary-encoded: a fraction of a second at 10M sends."""
+    if sends is None:
+        return (), ()
+    table = pq.read_table(sends, columns=["acks", "idempotent"], read_dictionary=["acks"])
+    return (tuple(sorted(str(a) for a in pc.unique(table.column("acks")).to_pylist())),
+            tuple(sorted(bool(i) for i in pc.unique(table.column("idempotent")).to_pylist())))

@@ -29,7 +29,7 @@ def assert_timings(verdict: dict) -> dict:
 
 def test_the_pandas_engine_writes_its_phases_and_logs_them_with_v(tmp_path, caplog):
     run = write_synthetic_run(tmp_path / "run", sends=800, seed=3)
-    with caplog.at_level("DEBUG", logger="kafka_chaos.checkers.check"):
+    with caplog.at_level("DEBUG", logger="kafka_chaos"):
         assert main(["check", str(run), "--engine", "pandas", "-v"]) == 0
     phases = assert_timings(json.loads((run / "verdict.json").read_text()))
     assert phases["spark_start"] == 0 and phases["scans"] > 0 and phases["model"] > 0

@@ -55,11 +55,13 @@ def results_copy(runs: Path, target: Path) -> Path:
 
 
 def outputs(root: Path) -> dict[str, tuple[dict, object]]:
-    """Per run: verdict.json without `checker` (which Spark application judged it), and anomalies.parquet."""
+    """Per run: verdict.json without `checker` (which Spark application judged it) and `timings` (how long it
+    took), and anomalies.parquet."""
     out = {}
     for run in sorted(p for p in root.iterdir() if p.is_dir()):
         verdict = json.loads((run / "verdict.json").read_text())
         verdict.pop("checker", None)
+        verdict.pop("timings", None)
         out[run.name] = (verdict, pq.read_table(run / "anomalies.parquet"))
     return out
 
