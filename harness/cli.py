@@ -78,7 +78,10 @@ def _interrupt(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)      # an option's own type may refuse a value with cause and remedy
+    except HarnessError as e:
+        return _refused(e)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -91,10 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HarnessError as e:
-        print(f"kafka-chaos: error: {e.cause}", file=sys.stderr)
-        if e.remedy:
-            print(f"kafka-chaos: remedy: {e.remedy}", file=sys.stderr)
-        return e.exit_code
+        return _refused(e)
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
@@ -103,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: internal error (a bug in kafka-chaos, not a verdict; exit {exits.CRASH}): please "
               "report it with the traceback above", file=sys.stderr)
         return exits.CRASH
+
+
+def _refused(e: HarnessError) -> int:
+    print(f"kafka-chaos: error: {e.cause}", file=sys.stderr)
+    if e.remedy:
+        print(f"kafka-chaos: remedy: {e.remedy}", file=sys.stderr)
+    return e.exit_code
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -235,9 +236,9 @@ def chaos_run(request, chaos_cluster):
         opts = RunOptions(scenario=scenario, results=results, kafka_version=chaos_cluster.version, live=False,
                           **kwargs)
         if cfg.getoption("--chaos-duration") is not None:
-            opts.duration_s = cfg.getoption("--chaos-duration")
+            opts = replace(opts, duration_s=cfg.getoption("--chaos-duration"))
         if cfg.getoption("--chaos-seed") is not None:
-            opts.seed = cfg.getoption("--chaos-seed")
+            opts = replace(opts, seed=cfg.getoption("--chaos-seed"))
         from kafka_chaos.harness.scenarios import scenario as _scenario
         overrides = _scenario(scenario).cluster_overrides
         own = (overrides.get("power_loss_fs") and not chaos_cluster.config.power_loss_fs) or \

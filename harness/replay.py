@@ -182,8 +182,7 @@ def replay(run_dir: Path | str, tries: int = 1, results: Path | None = None, eng
         raise UsageError(f"--tries {tries}: must be 1 or more", "use --tries 3")
     rec = Recorded.load(run_dir)
     root = (results or rec.run_dir.parent) / f"{rec.run_id}.replay"
-    base = rec.options(root, engine=engine)
-    base.live = live
+    base = replace(rec.options(root, engine=engine), live=live)
     outcome = ReplayOutcome(signature(rec.verdict))
     with Trials() as trials:
         for i in range(tries):

@@ -7,6 +7,7 @@ from pathlib import Path
 from kafka_chaos.harness import scenarios
 from kafka_chaos.harness.cluster_options import ClusterChoice, add_cluster_options
 from kafka_chaos.harness.run_options import chaos_cluster_config
+from kafka_chaos.history.schema import ACKS_CHOICES, ACKS_LEVELS, acks_level
 
 
 def register(sub) -> None:
@@ -42,7 +43,8 @@ def register(sub) -> None:
 
 def add_workload_options(p) -> None:
     """What the workload does (shared by `run` and `soak`, so both reach options_from_args with every field)."""
-    p.add_argument("--acks", default="all", help="producer acks: 0, 1 or all (default all)")
+    p.add_argument("--acks", default="all", type=_acks, choices=ACKS_LEVELS, metavar="{" + ",".join(ACKS_LEVELS) + "}",
+                   help="producer acks (default all; -1, Kafka's other spelling of all, is taken too)")
     p.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
                    help="enable.idempotence (default: on for acks=all)")
     p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
@@ -62,6 +64,17 @@ def add_workload_options(p) -> None:
     p.add_argument("--transactions", action="store_true",
                    help="a transactional producer (librdkafka, transactional.id): transactions over every partition, "
                         "every 4th aborted on purpose; read_committed consumers must never see an aborted one")
+
+
+def _acks(text: str) -> str:
+    """--acks as a level of history.schema.ACKS_LEVELS, refused here with cause and remedy (exit 2): argparse's
+    `choices` then lists the levels in --help."""
+    try:
+        return acks_level(text)
+    except ValueError:
+        from kafka_chaos.base.errors import UsageError
+        raise UsageError(f"--acks {text}: not one of {', '.join(ACKS_CHOICES)} (-1 is Kafka's other spelling of "
+                         "all)", "use --acks 0, 1 or all") from None
 
 
 def _cmd_scenarios(args) -> int:

@@ -1,11 +1,16 @@
-"""What decides a chaos run: `RunOptions` (Jepsen's test map as a dataclass), validated before any container starts,
-and `command()`, the exact `kafka-chaos run ...` line that reproduces it (the same seed gives the same schedule).
+"""What decides a chaos run: `RunOptions` (Jepsen's test map as a frozen dataclass), and `command()`, the exact
+`kafka-chaos run ...` line that reproduces it (the same seed gives the same schedule).
+
+`resolved()` is the one place a run's settings are defaulted and validated, before any container starts; it returns
+the run spec everything else reads: its cluster part (`cluster_config`, `topic_settings`), its workload part
+(`profiles`, consumers, client) and its check part (`check_settings`, engine). A spec changed with
+dataclasses.replace is validated again when resolved.
 """
 from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafka_chaos.base.errors import UsageError
@@ -14,10 +19,11 @@ from kafka_chaos.cluster.config import ClusterConfig
 from kafka_chaos.cluster.settings import BROKER_FIELDS, check_topic_settings, conflict, typed
 from kafka_chaos.harness import scenarios
 from kafka_chaos.harness.cluster_options import ClusterChoice
+from kafka_chaos.history.schema import ACKS_CHOICES, acks_level
 from kafka_chaos.workloads.profile import CLIENTS, ProducerProfile
 
 DEFAULT_RESULTS = Path("results")
-DEFAULT_MIN_ISR = 2
+DEFAULT_MIN_ISR = 2      # a chaos run's min.insync.replicas unless a flag or setting says otherwise (Kafka's is 1)
 CLIENT_CHOICES = CLIENTS + ("both",)      # --client: librdkafka, java, or both side by side
 PRODUCER_NAMES = {"librdkafka": "p0", "java": "j0"}
 
@@ -25,18 +31,18 @@ PRODUCER_NAMES = {"librdkafka": "p0", "java": "j0"}
 def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
     """The cluster chaos runs use: fast fault detection (6 s session, 5 s ISR lag) so short runs see effects. In
     ZooKeeper mode the session is ZooKeeper's: 6 s is Kafka's default before 2.5 (KIP-537 made it 18 s)."""
-    base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=2,
+    base = dict(name=name, kafka_version=kafka_version, brokers=3, controllers=1, min_insync_replicas=DEFAULT_MIN_ISR,
                 replica_lag_time_max_ms=5000, broker_session_timeout_ms=6000, broker_heartbeat_interval_ms=1000,
                 zookeeper_session_timeout_ms=6000)
     base.update(overrides)
     return ClusterConfig(**base)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
     scenario: str
-    acks: str = "all"
-    min_isr: int | None = None               # None: --topic-config's, else --broker-config's, else 2
+    acks: str = "all"                        # a spelling of history.schema.ACKS_CHOICES; resolved: a level
+    min_isr: int | None = None               # None: --topic-config's, else --broker-config's, else DEFAULT_MIN_ISR
     idempotence: bool | None = None          # None: on for acks=all (the Java client's default), else off
     unclean: bool | None = None              # None: --topic-config's, else --broker-config's, else off
     kafka_version: str | None = None
@@ -63,17 +69,31 @@ class RunOptions:
     transactions: bool = False               # --transactions: a transactional producer, some aborted on purpose
     schedule_file: Path | None = None        # --schedule FILE: these fault steps instead of the scenario's plan
     banner: str | None = None                # a line the live display shows above the run (a soak's running verdict)
+    checked: bool = field(default=False, init=False, repr=False, compare=False)     # made by resolved()
 
     def resolved(self) -> "RunOptions":
-        """Defaults filled in, and everything validated before any container starts."""
-        planned = self._schedule_file()
-        sc = scenarios.scenario(self.scenario)
-        if str(self.acks) not in ("0", "1", "all", "-1"):
-            raise UsageError(f"--acks {self.acks}: not a valid acks value", "use --acks 0, 1 or all")
-        self.acks = "all" if str(self.acks) in ("all", "-1") else str(self.acks)
-        if self.idempotence is None:
-            self.idempotence = self.acks == "all"
-        self._resolve_settings()
+        """This run's spec: defaults filled in and everything validated, before any container starts (once: a
+        resolved spec returns itself)."""
+        if self.checked:
+            return self
+        planned, scenario, schedule_file = self._schedule_file()
+        sc = scenarios.scenario(scenario)
+        try:
+            acks = acks_level(self.acks)
+        except ValueError:
+            raise UsageError(f"--acks {self.acks}: not one of {', '.join(ACKS_CHOICES)}",
+                             "use --acks 0, 1 or all") from None
+        min_isr, unclean = self._settings()
+        duration = self.duration_s if self.duration_s is not None else (
+            planned.duration_s if planned and planned.duration_s else sc.duration_s)
+        spec = replace(self, scenario=scenario, schedule_file=schedule_file, acks=acks, min_isr=min_isr,
+                       unclean=unclean, idempotence=acks == "all" if self.idempotence is None else self.idempotence,
+                       duration_s=duration, seed=time.time_ns() % 1_000_000 if self.seed is None else self.seed)
+        spec._validate(sc)
+        object.__setattr__(spec, "checked", True)
+        return spec
+
+    def _validate(self, sc) -> None:
         brokers = self.cluster_config("run").brokers     # bad cluster options or settings fail here too
         if brokers < sc.replication_factor:
             raise UsageError(f"--brokers {brokers}: {self.scenario}'s topic has {sc.replication_factor} replicas",
@@ -81,12 +101,8 @@ class RunOptions:
         if not 1 <= self.min_isr <= sc.replication_factor:
             raise UsageError(f"--min-isr {self.min_isr}: must be between 1 and the replication factor "
                              f"{sc.replication_factor}", "use --min-isr 1, 2 or 3")
-        if self.duration_s is None:
-            self.duration_s = (planned.duration_s if planned and planned.duration_s else sc.duration_s)
         if self.duration_s <= 0:
             raise UsageError(f"--duration {self.duration_s}: must be positive", "use --duration 60")
-        if self.seed is None:
-            self.seed = time.time_ns() % 1_000_000
         if self.client not in CLIENT_CHOICES:
             raise UsageError(f"--client {self.client}: not one of {', '.join(CLIENT_CHOICES)}",
                              "use --client librdkafka, java or both")
@@ -100,22 +116,22 @@ class RunOptions:
         if self.consumer_mode != "subscribe" and any(s.fault.name == "consumer-kill" for s in steps):
             raise UsageError(f"{self.scenario}: consumer-kill kills a consumer-group member, and this run has no "
                              "group", "add --consumer-mode subscribe")
-        return self
 
     def _schedule_file(self):
-        """--schedule FILE read and checked; the scenario (the topic's shape) defaults to the file's."""
+        """(the --schedule file's plan or None, the scenario, the file's resolved path): the scenario (the topic's
+        shape) defaults to the file's."""
         if self.schedule_file is None:
-            return None
+            return None, self.scenario, None
         from kafka_chaos.nemesis import schedule_data
 
-        self.schedule_file = Path(self.schedule_file).resolve()
-        planned = schedule_data.read(self.schedule_file)
-        if not self.scenario:
-            if not planned.scenario:
-                raise UsageError(f"{self.schedule_file} names no scenario and none was given",
-                                 "pass the scenario whose topic shape to use: kafka-chaos run SCENARIO --schedule FILE")
-            self.scenario = planned.scenario
-        return planned
+        path = Path(self.schedule_file).resolve()
+        planned = schedule_data.read(path)
+        if self.scenario:
+            return planned, self.scenario, path
+        if not planned.scenario:
+            raise UsageError(f"{path} names no scenario and none was given",
+                             "pass the scenario whose topic shape to use: kafka-chaos run SCENARIO --schedule FILE")
+        return planned, planned.scenario, path
 
     def plan(self):
         """The fault steps of this run: the --schedule file's, else the scenario's for this seed and duration."""
@@ -125,14 +141,15 @@ class RunOptions:
             return schedule_data.read(self.schedule_file).schedule.plan(self.seed, self.duration_s)
         return scenarios.scenario(self.scenario).plan(self.seed, self.duration_s)
 
-    def _resolve_settings(self) -> None:
-        """min ISR and unclean election from the flags, else the topic's settings, else the broker's (a topic
-        setting overrides the broker's, as in Kafka); a flag that contradicts a setting is refused."""
+    def _settings(self) -> tuple[int, bool]:
+        """(min ISR, unclean election) from the flags, else the topic's settings, else the broker's, else the
+        defaults (a topic setting overrides the broker's, as in Kafka); a flag that contradicts a setting is
+        refused."""
         topic = check_topic_settings(self.topic_config)
-        self.min_isr = _pick("min.insync.replicas", self.min_isr, "--min-isr", topic, self.cluster.broker_config,
-                             DEFAULT_MIN_ISR)
-        self.unclean = _pick("unclean.leader.election.enable", self.unclean, "--unclean", topic,
-                             self.cluster.broker_config, False)
+        return (_pick("min.insync.replicas", self.min_isr, "--min-isr", topic, self.cluster.broker_config,
+                      DEFAULT_MIN_ISR),
+                _pick("unclean.leader.election.enable", self.unclean, "--unclean", topic,
+                      self.cluster.broker_config, False))
 
     def topic_settings(self, cluster_topic_settings: dict[str, str] | None = None) -> dict[str, str]:
         """The chaos topic's configs: a reused cluster's `cluster up --topic-config`, then the run's own."""

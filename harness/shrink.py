@@ -85,8 +85,7 @@ def shrink_run(run_dir: Path | str, target: str | None = None, budget_s: float =
         raise UsageError(f"{rec.run_dir} does not show {target} (its kinds: "
                          f"{', '.join(sorted(signature(rec.verdict))) or 'none'})", "pick a --target the run shows")
     out = (results or rec.run_dir.parent) / f"{rec.run_id}.shrink"
-    base = rec.options(out / "runs", engine=engine)
-    base.live = False
+    base = replace(rec.options(out / "runs", engine=engine), live=False)
     steps = original_steps(rec, replace(base))
     if not steps:
         raise UsageError(f"{rec.run_dir}'s fault plan has no step", "nothing to shrink")

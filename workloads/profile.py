@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from kafka_chaos.base.errors import UsageError
+from kafka_chaos.history.schema import ACKS_CHOICES, acks_level
 
-ACKS = ("0", "1", "all")
 CLIENTS = ("librdkafka", "java")             # librdkafka through confluent-kafka; Kafka's own Java client
 CLIENT_DEFAULT_RETRIES = 2_147_483_647      # librdkafka's default `retries` (message.send.max.retries)
 
@@ -32,7 +32,12 @@ class ProducerProfile:
     abort_every: int = 4
 
     def __post_init__(self):
-        object.__setattr__(self, "acks", "all" if str(self.acks) in ("all", "-1") else str(self.acks))
+        """acks normalised and checked once, here: a profile holds a level of history.schema.ACKS_LEVELS."""
+        try:
+            object.__setattr__(self, "acks", acks_level(self.acks))
+        except ValueError:
+            raise UsageError(f"producer {self.name}: acks={str(self.acks)!r} is not one of {', '.join(ACKS_CHOICES)}",
+                             "use acks 0, 1 or all") from None
 
     @property
     def single_attempt(self) -> bool:
@@ -55,9 +60,6 @@ class ProducerProfile:
 
     def validate(self) -> "ProducerProfile":
         """Raise UsageError for a profile we cannot run or that librdkafka rejects; return self."""
-        if self.acks not in ACKS:
-            raise UsageError(f"producer {self.name}: acks={self.acks!r} is not one of 0, 1, all",
-                             "use acks 0, 1 or all")
         if self.rate is not None and self.rate <= 0:
             raise UsageError(f"producer {self.name}: rate {self.rate} must be positive",
                              "give a positive rate, or none for as fast as possible")
