@@ -84,3 +84,21 @@ def test_check_writes_the_mismatch_into_verdict_json_and_prints_it_without_chang
     out = capsys.readouterr().out
     assert "model disagreements: 1" in out
     assert "model disagreement: leader_mismatch, partition 0 at 19.0 s: the cluster elected broker 3" in out
+
+
+def flicker_history(first_seen_s: int) -> pd.DataFrame:
+    """Leader 1 killed at 10 s, broker 2 elected at its fencing (~19 s); a stale broker answers the sampler with the
+    dead leader's old state until 30 s, except one sample at `first_seen_s` that shows broker 2."""
+    stale = [sample(t, 2, (2, 3)) if t == first_seen_s * S else sample(t, 1, (1, 2, 3)) for t in range(0, 30 * S, 500)]
+    return pd.DataFrame(stale + [sample(t, 2, (2, 3)) for t in range(30 * S, 60 * S, 500)])
+
+
+def test_an_election_seen_at_the_models_time_then_hidden_by_stale_samples_is_no_disagreement():
+    samples = flicker_history(first_seen_s=20)      # seen 1 s after the model's election, persisting only at 30 s
+    assert leader_mismatches(model(KILL_LEADER, samples), samples) == []
+
+
+def test_the_same_late_election_never_seen_near_the_models_time_is_a_mismatch():
+    samples = flicker_history(first_seen_s=5)       # a flicker before the kill is no sight of the model's election
+    (d,) = leader_mismatches(model(KILL_LEADER, samples), samples)
+    assert (d["cluster_leader"], d["model_leader"], d["t_ns"]) == (2, 2, T + 30 * S * MS)
