@@ -35,7 +35,7 @@ class ClusterConfig:
     kafka_version: str | None = None            # None: the newest 4.x Maven Central serves
     brokers: int = 3
     controllers: int = 1
-    min_insync_replicas: int = 1
+    min_insync_replicas: int = int(KAFKA_DEFAULTS["min.insync.replicas"])   # `cluster up`'s; a chaos run's: 2
     unclean_leader_election: bool = False
     replica_lag_time_max_ms: int = 10000
     broker_session_timeout_ms: int = 9000
