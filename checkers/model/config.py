@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from kafka_chaos.checkers.model.releases import applies, rules_used
 from kafka_chaos.history.meta import RunMeta
-from kafka_chaos.history.schema import ACKED  # noqa: F401  (the model speaks of these acks levels)
+from kafka_chaos.history.schema import ACKED, ACKS_LEVELS  # noqa: F401  (the model speaks of these acks levels)
 
 TICK_NS = 100_000_000
 REPLICATION_SLACK_NS = 1_500_000_000    # a follower may trail by replica.fetch.wait.max.ms (500 ms), more on a busy box

@@ -3,7 +3,7 @@ truncating to the leader's log (KIP-101), ISR shrink and expand through AlterPar
 maybeExpandIsr), and when a partition is writable."""
 from __future__ import annotations
 
-from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, METADATA_SLACK_NS, TICK_NS
+from kafka_chaos.checkers.model.config import ACKED, ACKS_LEVELS, METADATA_CATCHUP_NS, METADATA_SLACK_NS, TICK_NS
 from kafka_chaos.checkers.model.controller import _Controller
 from kafka_chaos.checkers.model.state import _Partition
 from kafka_chaos.checkers.model.windows import Window
@@ -62,7 +62,7 @@ class _Replication(_Controller):
             # view, and only if that view meets min.insync.replicas: Partition.appendRecordsToLeader rejects
             # acks=all with NOT_ENOUGH_REPLICAS before appending when the ISR is smaller.
             alone = len(local_isr) <= 1 and self.cfg.effective_min_isr <= 1
-            self.risk.append(Window(p, t - TICK_NS, t, ("1", "all") if alone else ("1",),
+            self.risk.append(Window(p, t - TICK_NS, t, ACKED if alone else ("1",),
                                     f"zombie leader {n} (epoch {epoch}) cut off from the controller "
                                     f"still acknowledged writes after a new leader was elected"))
 
@@ -151,7 +151,7 @@ class _Replication(_Controller):
         hw_moves = writable and len(part.isr) >= self.cfg.effective_min_isr and \
             all(r == leader or r in fetched for r in part.isr)
         for key, ok, acks, reason in (
-                ("no_leader", writable, ("0", "1", "all"), "no reachable leader"),
+                ("no_leader", writable, ACKS_LEVELS, "no reachable leader"),
                 ("under_min_isr", hw_moves or not writable, ("all",),
                  "acks=all cannot complete: ISR below min.insync.replicas or an ISR member not fetching")):
             if not ok and key not in part.down_since:

@@ -2,7 +2,7 @@
 minus what the final log kept, each lost piece blamed on the election where it left the partition."""
 from __future__ import annotations
 
-from kafka_chaos.checkers.model.config import ACKED, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
+from kafka_chaos.checkers.model.config import ACKED, ACKS_LEVELS, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
 from kafka_chaos.checkers.model.replication import _Replication
 from kafka_chaos.checkers.model.windows import Window, _cut, _merge, _minus, _union
 
@@ -156,7 +156,7 @@ class _Sim(_Replication):
     def finish(self, t: int):
         for p, part in self.parts.items():
             for key, start in part.down_since.items():
-                acks = ("0", "1", "all") if key == "no_leader" else ("all",)
+                acks = ACKS_LEVELS if key == "no_leader" else ("all",)
                 self.unavailable.append(Window(p, start, t, acks, "no reachable leader" if key == "no_leader"
                                                else "acks=all cannot complete"))
             part.down_since = {}
