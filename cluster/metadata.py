@@ -107,13 +107,16 @@ class ClusterMetadata:
     def isr(self, topic: str, partition: int = 0) -> list[int]:
         return self.partition(topic, partition).isr
 
-    def high_watermarks(self, topic: str, timeout: float = 5) -> dict[int, int]:
+    def high_watermarks(self, topic: str, timeout: float = 5, stable: bool = False) -> dict[int, int]:
+        """Each partition's high watermark; `stable`: its last stable offset instead (a read_committed
+        ListOffsets: below the first open transaction's first offset)."""
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         parts = [TopicPartition(topic, s.partition) for s in self.describe(topic, timeout)]
+        level = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
         res = self.admin().list_offsets({tp: OffsetSpec.latest() for tp in parts},
-                                        isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout)
+                                        isolation_level=level, request_timeout=timeout)
         return {tp.partition: fut.result(timeout=timeout).offset for tp, fut in res.items()}
 
     def active_controller(self) -> int | None:

@@ -64,6 +64,10 @@ def add_workload_options(p) -> None:
     p.add_argument("--transactions", action="store_true",
                    help="a transactional producer (librdkafka, transactional.id): transactions over every partition, "
                         "every 4th aborted on purpose; read_committed consumers must never see an aborted one")
+    p.add_argument("--workload", choices=("produce", "eos"), default="produce",
+                   help="produce (default: producers and live readers of the topic) or eos (exactly-once: processors "
+                        "in one group read a seeded input topic and write the topic in transactions that commit "
+                        "their offsets; consumer-kill kills processors)")
 
 
 def _acks(text: str) -> str:
@@ -99,7 +103,7 @@ def options_from_args(args):
         cluster_name=args.name, keep_cluster=args.keep_cluster, check=args.check,
         stall_threshold_s=args.stall_threshold, max_stall_s=args.max_stall, engine=args.engine,
         cluster=ClusterChoice.from_args(args), client=args.client, consumer_mode=args.consumer_mode,
-        commit=args.commit, transactions=args.transactions,
+        commit=args.commit, transactions=args.transactions, workload=getattr(args, "workload", "produce"),
         consumers=args.consumers if args.consumers is not None else (3 if args.consumer_mode == "subscribe" else 1),
         topic_config=parse_settings(args.topic_config, "--topic-config"), schedule_file=args.schedule,
     )

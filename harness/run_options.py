@@ -26,6 +26,7 @@ DEFAULT_RESULTS = Path("results")
 DEFAULT_MIN_ISR = 2      # a chaos run's min.insync.replicas unless a flag or setting says otherwise (Kafka's is 1)
 CLIENT_CHOICES = CLIENTS + ("both",)      # --client: librdkafka, java, or both side by side
 PRODUCER_NAMES = {"librdkafka": "p0", "java": "j0"}
+WORKLOADS = ("produce", "eos")           # --workload
 
 
 def chaos_cluster_config(name: str, kafka_version: str | None = None, **overrides) -> ClusterConfig:
@@ -67,6 +68,7 @@ class RunOptions:
     consumer_mode: str = "assign"            # --consumer-mode: assign, or subscribe (one group, commits, rebalances)
     commit: str = "manual"                   # --commit: subscribe mode's offset commits, auto or manual
     transactions: bool = False               # --transactions: a transactional producer, some aborted on purpose
+    workload: str = "produce"                # --workload: produce (producers and readers) or eos (workloads/eos_run.py)
     schedule_file: Path | None = None        # --schedule FILE: these fault steps instead of the scenario's plan
     banner: str | None = None                # a line the live display shows above the run (a soak's running verdict)
     checked: bool = field(default=False, init=False, repr=False, compare=False)     # made by resolved()
@@ -113,7 +115,14 @@ class RunOptions:
             p.validate()
         self.check_settings()                    # bad stall options fail before any container starts
         steps = self.plan()                      # unknown faults or impossible shapes fail here
-        if self.consumer_mode != "subscribe" and any(s.fault.name == "consumer-kill" for s in steps):
+        if self.workload not in WORKLOADS:
+            raise UsageError(f"--workload {self.workload}: not one of {', '.join(WORKLOADS)}", "use produce or eos")
+        if self.workload == "eos" and (self.client != "librdkafka" or self.transactions or
+                                       self.consumer_mode != "assign"):
+            raise UsageError("--workload eos runs librdkafka processors (transactional by design) and assign-mode "
+                             "live readers", "leave out --client, --transactions and --consumer-mode")
+        if self.consumer_mode != "subscribe" and self.workload != "eos" and \
+                any(s.fault.name == "consumer-kill" for s in steps):
             raise UsageError(f"{self.scenario}: consumer-kill kills a consumer-group member, and this run has no "
                              "group", "add --consumer-mode subscribe")
 
@@ -202,6 +211,8 @@ class RunOptions:
             parts += ["--client", self.client]
         if self.transactions:
             parts += ["--transactions"]
+        if self.workload != "produce":
+            parts += ["--workload", self.workload]
         if self.consumer_mode != "assign":
             parts += ["--consumer-mode", self.consumer_mode, "--commit", self.commit, "--consumers",
                       str(self.consumers)]

@@ -80,10 +80,7 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         history = HistoryWriter.create(opts.results, run_id, meta)
         schedule_data.write(history.dir / schedule_data.SCHEDULE_FILE, steps, opts.scenario, opts.seed,
                             opts.duration_s)
-        workload = Workload(cluster, history, WorkloadConfig(topic=topic, producers=opts.profiles(),
-                                                             consumers=opts.consumers,
-                                                             consumer_clients=opts.clients(),
-                                                             consumer_mode=opts.consumer_mode, commit=opts.commit))
+        workload = _workload(cluster, history, opts, topic, assignment, topic_settings)
         nemesis = Nemesis(cluster, history.record_fault, consumers=workload.group_members())
         faults = ScheduleRunner(nemesis, steps)
         display.phase("workload")
@@ -130,6 +127,20 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
                      "`kafka-chaos cluster down --name %s`", cluster.config.name, cluster.config.name,
                      cluster.config.name)
     return _judge(history.dir, opts, display)
+
+
+def _workload(cluster, history, opts: RunOptions, topic: str, assignment, topic_settings: dict) -> Workload:
+    """The run's workload: producers and readers, or the exactly-once processors (--workload eos)."""
+    config = WorkloadConfig(topic=topic, producers=opts.profiles(), consumers=opts.consumers,
+                            consumer_clients=opts.clients(), consumer_mode=opts.consumer_mode, commit=opts.commit)
+    if opts.workload != "eos":
+        return Workload(cluster, history, config)
+    from kafka_chaos.workloads.eos_run import EosConfig, EosWorkload
+
+    per_partition = int((opts.rate or 2000.0) * opts.duration_s / len(assignment)) + 1
+    return EosWorkload(cluster, history, config, EosConfig(
+        records_per_partition=per_partition, rate=opts.rate, seed=opts.seed,
+        replica_assignment=tuple(tuple(r) for r in assignment), topic_settings=tuple(topic_settings.items())))
 
 
 def _warm_spark() -> None:

@@ -19,6 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from kafka_chaos.base.errors import HarnessError
+from kafka_chaos.history.eos import eos_table
 from kafka_chaos.history.journal import (
     CLUSTER_FILE,
     COMPLETE_COLUMNS,
@@ -36,6 +37,7 @@ from kafka_chaos.history.schema import (
     CLUSTER_SCHEMA,
     FAULTS_SCHEMA,
     GROUP_SCHEMA,
+    LSO_SCHEMA,
     READS_SCHEMA,
     SENDS_SCHEMA,
     TXNS_SCHEMA,
@@ -202,6 +204,13 @@ def cluster_table(journal_dir: Path) -> pa.Table:
     return _conform(pa.Table.from_pylist(rows, schema=CLUSTER_SCHEMA), CLUSTER_SCHEMA, "cluster")
 
 
+def lso_table(journal_dir: Path) -> pa.Table:
+    """lso.parquet's table: the samples' last stable offsets beside their high watermarks (only samples that read
+    one: a transactional workload's sampler)."""
+    rows = [r for r in read_jsonl(journal_dir / CLUSTER_FILE) if r.get("last_stable_offset") is not None]
+    return _conform(pa.Table.from_pylist(rows, schema=LSO_SCHEMA), LSO_SCHEMA, "lso")
+
+
 def group_table(journal_dir: Path) -> pa.Table:
     """group.parquet's table: every subscribe-mode consumer's assignments, revocations and commits."""
     parts = []
@@ -259,7 +268,7 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 def build_history(run_dir: Path) -> HistorySummary:
     """Write history/{sends,reads,faults,cluster}.parquet from history/journal/. Faults and cluster only if any,
-    and group, txns and client_stats likewise."""
+    and group, txns, client_stats, eos and lso likewise."""
     history = Path(run_dir) / "history"
     journal = history / "journal"
     if not journal.is_dir():
@@ -271,10 +280,12 @@ def build_history(run_dir: Path) -> HistorySummary:
     group = group_table(journal)
     txns = txns_table(journal)
     stats = client_stats_table(journal)
+    eos, lso = eos_table(journal), lso_table(journal)
     write_parquet(sends, history / "sends.parquet")
     write_parquet(reads, history / "reads.parquet")
     for table, name in ((faults, "faults.parquet"), (cluster, "cluster.parquet"), (group, "group.parquet"),
-                        (txns, "txns.parquet"), (stats, "client_stats.parquet")):
+                        (txns, "txns.parquet"), (stats, "client_stats.parquet"), (eos, "eos.parquet"),
+                        (lso, "lso.parquet")):
         if table.num_rows:
             write_parquet(table, history / name)
         elif (history / name).exists():

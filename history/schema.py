@@ -91,6 +91,33 @@ TXNS_SCHEMA = pa.schema([
     pa.field("t_ns", pa.int64(), nullable=False),
 ])
 
+# history/eos.parquet: one row per transaction of an exactly-once processor (--workload eos, history/eos.py).
+EOS_SCHEMA = pa.schema([
+    pa.field("processor", pa.string(), nullable=False),
+    pa.field("process", pa.int32(), nullable=False),
+    pa.field("txn", pa.int64(), nullable=False),
+    pa.field("outcome", pa.string(), nullable=False),           # committed, aborted or unknown
+    pa.field("error", pa.string(), nullable=True),
+    pa.field("read_partitions", pa.list_(pa.int32()), nullable=False),
+    pa.field("read_offsets", pa.list_(pa.int64()), nullable=False),
+    pa.field("write_partitions", pa.list_(pa.int32()), nullable=False),
+    pa.field("write_offsets", pa.list_(pa.int64()), nullable=False),   # elements null: offset unknown
+    pa.field("commit_partitions", pa.list_(pa.int32()), nullable=False),
+    pa.field("commit_offsets", pa.list_(pa.int64()), nullable=False),
+    pa.field("t_begin_ns", pa.int64(), nullable=False),
+    pa.field("t_commit_ns", pa.int64(), nullable=True),          # commit (or abort) invoked; null: neither
+    pa.field("t_end_ns", pa.int64(), nullable=False),
+])
+
+# history/lso.parquet: each partition's last stable offset beside its high watermark, per state sample (from the
+# same samples as cluster.parquet; a transactional workload only).
+LSO_SCHEMA = pa.schema([
+    pa.field("t_ns", pa.int64(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("high_watermark", pa.int64(), nullable=True),
+    pa.field("last_stable_offset", pa.int64(), nullable=True),
+])
+
 # history/client_stats.parquet: the producers' own statistics, about once a second (librdkafka's statistics JSON;
 # the Java client's producer metrics). One row per (producer, scope, broker or partition) per sample.
 CLIENT_STATS_SCOPES = ("client", "broker", "partition")
@@ -141,6 +168,8 @@ HISTORY_FILES = {
     "history/group.parquet": (GROUP_SCHEMA, False),
     "history/txns.parquet": (TXNS_SCHEMA, False),
     "history/client_stats.parquet": (CLIENT_STATS_SCHEMA, False),
+    "history/eos.parquet": (EOS_SCHEMA, False),
+    "history/lso.parquet": (LSO_SCHEMA, False),
 }
 
 META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}
