@@ -16,6 +16,7 @@ Target on a 2-core machine: Spark within 2x of DuckDB on 10M sends; 100M sends w
     python bench/check_bench.py --sizes 1e7 --engines duckdb
     python bench/check_bench.py --sizes 1e6 --engines spark duckdb pandas
     python bench/check_bench.py --sizes 1e7 --rounds 5     # five rows per size, then the median ratio
+    python bench/check_bench.py --sizes 1e7 --shapes clean real heavy   # every shape (shapes.py, tile.py)
 
 The machine's speed moves by 10-30% between runs (DuckDB's as much as Spark's), so one ratio says little: --rounds
 repeats each size, engines alternating, and prints each size's median ratio.
@@ -84,14 +85,47 @@ def timed(cmd: list[str]) -> tuple[float, int, float]:
     return wall, rc, peak / 2**30
 
 
-def ensure_run(root: Path, sends: int, partitions: int) -> Path:
+SHAPES = ("clean", "real", "heavy")
+REAL_RUNS = Path("/work/realruns/r")       # where this machine's real runs are (the `real` shape's default source)
+
+
+def ensure_run(root: Path, sends: int, partitions: int, shape: str = "clean", real_run: Path | None = None) -> Path:
+    """The shape's results directory of `sends` sends (history/synthetic/shapes.py; `real`: real_run tiled,
+    history/synthetic/tile.py), written once and reused."""
     from kafka_chaos.history.synthetic import write_synthetic_run
-    run = root / f"bench-{sends}-p{partitions}"
+    from kafka_chaos.history.synthetic.shapes import SHAPES as SYNTHETIC
+    from kafka_chaos.history.synthetic.tile import tile_run
+    if shape == "real":
+        real_run = Path(real_run or default_real_run())
+        run = root / f"bench-real-{sends}-{real_run.name}"
+    else:
+        run = root / (f"bench-{sends}-p{partitions}" if shape == "clean" else f"bench-{shape}-{sends}-p{partitions}")
     if not (run / "meta.json").exists():
         t = time.perf_counter()
-        write_synthetic_run(run, sends=sends, partitions=partitions, seed=0, faults=True)
-        print(f"generated {sends:,} sends in {time.perf_counter() - t:.1f} s -> {run}", flush=True)
+        if shape == "real":
+            tile_run(real_run, run, sends)
+        else:
+            write_synthetic_run(run, sends=sends, partitions=partitions, seed=0, faults=True, shape=SYNTHETIC[shape])
+        print(f"generated {sends:,} sends ({shape}) in {time.perf_counter() - t:.1f} s -> {run}", flush=True)
     return run
+
+
+def default_real_run() -> Path:
+    """The real run with the most anomalous sends per send (lost, duplicated, indeterminate, failed) among the
+    checked runs under REAL_RUNS: the `real` shape tiles the densest history a real fault made."""
+    best, score = None, -1.0
+    for verdict in sorted(REAL_RUNS.glob("*/verdict.json")):
+        v = json.loads(verdict.read_text())
+        c, a = v.get("counts") or {}, v.get("anomalies") or {}
+        if not c.get("sends"):
+            continue
+        dense = (c.get("fail", 0) + c.get("info", 0) + sum(a.get(k, 0) for k in
+                 ("lost", "lost_after_read", "duplicate", "divergent", "recovered"))) / c["sends"]
+        if dense > score:
+            best, score = verdict.parent, dense
+    if best is None:
+        raise SystemExit(f"no checked real run under {REAL_RUNS}: pass --real-run DIR")
+    return best
 
 
 ENGINES = ("spark", "duckdb", "pandas")
@@ -117,13 +151,19 @@ def main() -> int:
     ap.add_argument("--engines", nargs="+", choices=ENGINES, default=["spark", "duckdb"],
                     help="what to time (default spark duckdb; add pandas for the single-process reference)")
     ap.add_argument("--rounds", type=int, default=1, help="rows per size, engines alternating (default 1)")
+    ap.add_argument("--shapes", nargs="+", choices=SHAPES, default=["clean"],
+                    help="histories: clean (one leader kill, no lost write), real (a real run tiled up to the size), "
+                    "heavy (30%% indeterminate, 1%% lost after a live read, duplicates, divergent positions)")
+    ap.add_argument("--real-run", type=Path, help="the real results directory the `real` shape tiles (default: the "
+                    f"densest in anomalies under {REAL_RUNS})")
     args = ap.parse_args()
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
     results = []
-    for size in (int(float(s)) for s in args.sizes for _ in range(args.rounds)):
-        run = ensure_run(root, size, args.partitions)
-        row = {"sends": size, "partitions": args.partitions, "load_before": round(load_average(), 1)}
+    for size, shape in ((int(float(s)), shape) for s in args.sizes for _ in range(args.rounds)
+                        for shape in args.shapes):
+        run = ensure_run(root, size, args.partitions, shape, args.real_run)
+        row = {"sends": size, "shape": shape, "partitions": args.partitions, "load_before": round(load_average(), 1)}
         for i, engine in enumerate(args.engines):
             checked = any(e != "duckdb" for e in args.engines[:i])
             wall, rc, rss = timed(command(engine, run, compare=checked))
@@ -134,21 +174,35 @@ def main() -> int:
         row["load_after"] = round(load_average(), 1)
         print(json.dumps(row), flush=True)
         results.append(row)
-    print("\n      sends   spark s  duckdb s  spark/duckdb  pandas s  spark GiB  duckdb GiB  pandas GiB"
+    print("\n      sends  shape   spark s  duckdb s  spark/duckdb  pandas s  spark GiB  duckdb GiB  pandas GiB"
           "  load before/after  results")
     for r in results:
-        print(f"{r['sends']:>11,}  {r.get('spark_s', '-'):>8}  {r.get('duckdb_s', '-'):>8}  "
+        print(f"{r['sends']:>11,}  {r['shape']:<6} {r.get('spark_s', '-'):>8}  {r.get('duckdb_s', '-'):>8}  "
               f"{r.get('ratio_spark_over_duckdb', '-'):>12}  {r.get('pandas_s', '-'):>8}  "
               f"{r.get('spark_peak_rss_gib', '-'):>9}  {r.get('duckdb_peak_rss_gib', '-'):>10}  "
               f"{r.get('pandas_peak_rss_gib', '-'):>10}  {str(r['load_before']) + '/' + str(r['load_after']):>17}  "
               f"{_agreement(r)}")
-    for size in dict.fromkeys(r["sends"] for r in results):
+    for size, shape in dict.fromkeys((r["sends"], r["shape"]) for r in results):
         ratios = [r["ratio_spark_over_duckdb"] for r in results
-                  if r["sends"] == size and "ratio_spark_over_duckdb" in r]
-        if len(ratios) > 1:
-            print(f"{size:>11,}  median spark/duckdb {statistics.median(ratios):.2f} over {len(ratios)} rounds "
-                  f"({min(ratios):.2f}-{max(ratios):.2f})")
+                  if (r["sends"], r["shape"]) == (size, shape) and "ratio_spark_over_duckdb" in r]
+        if ratios:
+            print(f"{size:>11,}  {shape:<6} median spark/duckdb {statistics.median(ratios):.2f} over {len(ratios)} "
+                  f"rounds ({min(ratios):.2f}-{max(ratios):.2f})")
+    _shape_ratios(results)
     return 1 if any(_agreement(r) not in ("equal", "-") for r in results) else 0
+
+
+def _shape_ratios(results: list[dict]) -> None:
+    """Per size, each shape's median time over `clean`'s, Spark's beside DuckDB's: the anomaly-dependent work is
+    set-based when heavy/clean stays near DuckDB's own (target: Spark's <= 1.3 at 10M)."""
+    for size in dict.fromkeys(r["sends"] for r in results):
+        med = {(shape, e): statistics.median(xs) for shape in SHAPES for e in ("spark", "duckdb")
+               if (xs := [r[f"{e}_s"] for r in results if r["sends"] == size and r["shape"] == shape
+                          and f"{e}_s" in r])}
+        for shape in SHAPES[1:]:
+            if all((s, e) in med for s in ("clean", shape) for e in ("spark", "duckdb")):
+                print(f"{size:>11,}  {shape}/clean: spark {med[shape, 'spark'] / med['clean', 'spark']:.2f}, "
+                      f"duckdb {med[shape, 'duckdb'] / med['clean', 'duckdb']:.2f}")
 
 
 def _agreement(row: dict) -> str:

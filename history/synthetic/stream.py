@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base.versions import version_tuple
 from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
+from kafka_chaos.history.synthetic import shapes
 from kafka_chaos.history.synthetic.clock import START_NS
 from kafka_chaos.history.synthetic.inject import inject_anomalies
 
@@ -65,6 +66,7 @@ class SyntheticSpec:
     min_insync_replicas: int = 2
     kafka_version: str = "4.1.0"
     consumer_mode: str = "assign"
+    shape: shapes.Shape = shapes.CLEAN      # anomalies on top of the clean history (bench shapes)
 
     @property
     def duration_ns(self) -> int:
@@ -113,7 +115,7 @@ class _Counters:
 
 
 def _chunk(spec: SyntheticSpec, tl: FaultTimeline | None, i0: int, i1: int, c: _Counters):
-    """Sends, live reads and final reads for op ids [i0, i1)."""
+    """Sends, live reads and final reads for op ids [i0, i1) (with spec.shape's anomalies, shapes.py)."""
     rng = np.random.default_rng([spec.seed, i0])
     n = i1 - i0
     op = np.arange(i0, i1, dtype=np.int64)
@@ -146,6 +148,7 @@ def _chunk(spec: SyntheticSpec, tl: FaultTimeline | None, i0: int, i1: int, c: _
         t_done = np.where(timed_out, t_inv + DELIVERY_TIMEOUT_MS * 1_000_000, t_done)
         landed = ~(failed | acked_blind | (timed_out & (u < 5 / 6)))
 
+    twice = shapes.outcomes(spec.shape, rng, acks, outcome, error, t_inv, t_done, landed)
     offset = np.full(n, -1, dtype=np.int64)
     for p in range(spec.partitions):
         idx = np.nonzero(landed & (part == p))[0]
@@ -153,6 +156,14 @@ def _chunk(spec: SyntheticSpec, tl: FaultTimeline | None, i0: int, i1: int, c: _
         c.next_offset[p] += len(idx)
         if c.hw_samples is not None and len(idx):
             c.hw_samples[p] += np.searchsorted(t_inv[idx], c.sample_times, side="right")
+    # a write appended twice: the retry's copy lands after the chunk's first copies
+    rec_off = np.zeros(len(twice), dtype=np.int64)
+    for p in range(spec.partitions):
+        idx = np.nonzero(part[twice] == p)[0]
+        rec_off[idx] = c.next_offset[p] + np.arange(len(idx))
+        c.next_offset[p] += len(idx)
+        if c.hw_samples is not None and len(idx):
+            c.hw_samples[p] += np.searchsorted(t_inv[twice[idx]], c.sample_times, side="right")
 
     values = pc.binary_join_element_wise("v", pc.cast(pa.array(op), pa.string()), "")
     known_offset = landed & (outcome == "ok") & (acks != "0")
@@ -165,7 +176,9 @@ def _chunk(spec: SyntheticSpec, tl: FaultTimeline | None, i0: int, i1: int, c: _
         "t_invoke_ns": t_inv, "t_complete_ns": t_done,
     }, schema=SENDS_SCHEMA)
 
-    li = np.nonzero(landed)[0]
+    first = np.nonzero(landed)[0]
+    li = np.concatenate([first, twice])                         # the records: a send index each
+    r_off = np.concatenate([offset[first], rec_off])
     l_vals = values.take(pa.array(li))
     live = []
     for k in range(spec.consumers):
@@ -174,16 +187,21 @@ def _chunk(spec: SyntheticSpec, tl: FaultTimeline | None, i0: int, i1: int, c: _
         live.append(pa.table({
             "consumer": pa.array(np.full(len(li), f"c{k}", dtype=object), pa.string()),
             "seq": seq, "phase": pa.array(np.full(len(li), "live", dtype=object), pa.string()),
-            "partition": part[li], "offset": offset[li], "key": pa.nulls(len(li), pa.string()),
+            "partition": part[li], "offset": r_off, "key": pa.nulls(len(li), pa.string()),
             "value": l_vals, "t_ns": t_inv[li] + 10_000_000 + k * 1_000,
         }, schema=READS_SCHEMA))
-    seq = c.final_seq + np.arange(len(li), dtype=np.int64)
-    c.final_seq += len(li)
+    missing, replaced = shapes.reads(spec.shape, rng, li, known_offset & (acks != "0"),
+                                     np.arange(len(li)) < len(first), np.nonzero((outcome == "info") & ~landed)[0])
+    keep = ~missing
+    f_vals = values.take(pa.array(np.where(replaced >= 0, replaced, li)[keep]))
+    nf = int(keep.sum())
+    seq = c.final_seq + np.arange(nf, dtype=np.int64)
+    c.final_seq += nf
     final = pa.table({
-        "consumer": pa.array(np.full(len(li), "final", dtype=object), pa.string()),
-        "seq": seq, "phase": pa.array(np.full(len(li), "final", dtype=object), pa.string()),
-        "partition": part[li], "offset": offset[li], "key": pa.nulls(len(li), pa.string()),
-        "value": l_vals, "t_ns": START_NS + spec.duration_ns + 60_000_000_000 + seq * 1_000,
+        "consumer": pa.array(np.full(nf, "final", dtype=object), pa.string()),
+        "seq": seq, "phase": pa.array(np.full(nf, "final", dtype=object), pa.string()),
+        "partition": part[li][keep], "offset": r_off[keep], "key": pa.nulls(nf, pa.string()),
+        "value": f_vals, "t_ns": START_NS + spec.duration_ns + 60_000_000_000 + seq * 1_000,
     }, schema=READS_SCHEMA)
     return sends, live, final
 
