@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.checkers import availability, clients, groups, reference, stall_cause, txns
+from kafka_chaos.checkers import availability, clients, reference, stall_cause
 from kafka_chaos.checkers.client import ClientVoids, client_voids
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
@@ -31,6 +31,7 @@ from kafka_chaos.checkers.model.windows import intersect_windows
 from kafka_chaos.checkers.outputs import write_outputs
 from kafka_chaos.checkers.timings import timed
 from kafka_chaos.checkers.verdict import build_verdict, judge
+from kafka_chaos.checkers.workload_kinds import with_workload_kinds
 from kafka_chaos.history.controller_log import unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
 from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
@@ -213,34 +214,12 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     losses = observed.unpredicted_losses(disagreements)
     judged = judge(found.instances, meta, model, complete, losses, stalls, settings.max_stall_s, client_voids)
     if run_dir is not None:
-        judged = _with_workload_kinds(Path(run_dir), judged, meta, model, complete)
+        judged = with_workload_kinds(Path(run_dir), judged, meta, model, complete)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
     if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
                                                                   settings.stall_threshold_s, why)):
         verdict["clients"] = per_client
     return verdict, judged
-
-
-def _with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, model, complete) -> pd.DataFrame:
-    """The judged rows plus the consumer-group (checkers/groups.py) and transaction (checkers/txns.py) kinds, for
-    runs whose history has group.parquet or txns.parquet."""
-    group, txn_rows = groups.read_group(run_dir), txns.read_txns(run_dir)
-    if group is None and txn_rows is None:
-        return judged
-    reads = pd.read_parquet(run_dir / "history/reads.parquet",
-                            columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
-    extra = []
-    if group is not None:
-        extra.append(groups.find(group, reads, model, groups.read_kills(run_dir), meta.extra.get("consumer_commit")))
-    if txn_rows is not None:
-        final = set(reads.loc[reads["phase"] == "final", "value"])
-        extra.append(txns.find(txn_rows, final, meta.partitions, complete.incomplete, model))
-        extra.append(txns.out_of_order(txn_rows, reads[reads["phase"] == "final"], complete.incomplete))
-    parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
-    if not parts:
-        return judged
-    columns = list(dict.fromkeys([c for f in [judged, *extra] for c in f.columns]))
-    return pd.concat(parts, ignore_index=True).reindex(columns=columns)
 
 
 def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:

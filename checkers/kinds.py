@@ -10,7 +10,10 @@ from dataclasses import dataclass
 VERDICT = "checkers/verdict.py"
 GROUPS = "checkers/groups.py"
 TXNS = "checkers/txns.py"
+EOS = "checkers/eos.py"
+LSO = "checkers/lso.py"
 UNCLEAN = "no unclean election or power loss the model predicts removed it"
+EOS_EXCUSE = "unless the model predicts an unclean election or power loss on a partition involved"
 
 
 @dataclass(frozen=True)
@@ -82,4 +85,43 @@ KINDS: dict[str, Kind] = {
         "transaction and partition", "a committed transaction's values in one partition whose offsets in the final "
         "drain do not increase in the order they were sent", "always (a producer's records are appended in order "
         "per producer id and epoch, ProducerAppendInfo.checkSequence)", TXNS),
+    "eos_lost": Kind(
+        "input record", "an input record below the group's final committed offset of its partition with no "
+        "committed output in the completed final drain (`--workload eos`)", EOS_EXCUSE, EOS),
+    "eos_duplicate": Kind(
+        "input record", "an input record with two or more committed outputs (copies from distinct transactions) in "
+        "the final drain: the offsets commit atomically with the output (KIP-98, KIP-447)", EOS_EXCUSE, EOS),
+    "eos_out_of_order": Kind(
+        "partition", "the final drain's outputs of one partition (each input's first copy) not in the order of "
+        "their inputs", EOS_EXCUSE, EOS),
+    "eos_offset_ahead": Kind(
+        "transaction and partition", "a committed transaction committed offset o of an input partition and the "
+        "final drain holds no committed output of input o-1 (offsets ahead of the output written)", EOS_EXCUSE, EOS),
+    "eos_offset_behind": Kind(
+        "partition", "committed outputs of inputs at or above the group's final committed offset of their "
+        "partition, as the brokers answered once the processors stopped (output ahead of the offsets)",
+        EOS_EXCUSE, EOS),
+    "g0": Kind(
+        "strong component", "write cycle (Adya's G0): transactions in a cycle of ww dependencies (the next version "
+        "of an input partition's committed offset, or the next transaction in an output partition's log)",
+        EOS_EXCUSE, EOS),
+    "g1a": Kind(
+        "transaction and reader", "aborted read (G1a): a read_committed reader read an aborted transaction's "
+        "output, or a committed transaction started at an offset only an aborted transaction committed",
+        EOS_EXCUSE, EOS),
+    "g1c": Kind(
+        "strong component", "circular information flow (G1c): transactions in a cycle of ww and wr dependencies "
+        "with at least one wr (a transaction starting an input partition at the offset another committed)",
+        EOS_EXCUSE, EOS),
+    "internal": Kind(
+        "transaction and partition", "a committed transaction whose own reads of an input partition are not "
+        "consecutive (int-poll-skip, int-nonmonotonic-poll) or whose writes to a partition are acked at "
+        "non-increasing offsets (int-nonmonotonic-send)", EOS_EXCUSE, EOS),
+    "precommitted_read": Kind(
+        "reader and transaction", "a transaction's output read, or the offset it committed started from by "
+        "another processor, before that transaction called commit", EOS_EXCUSE, EOS),
+    "lso_stuck": Kind(
+        "stretch of samples", "a partition's last stable offset at one value below its high watermark for longer "
+        "than transaction.timeout.ms after every fault healed (history/lso.parquet; KAFKA-20716's shape)",
+        "always (the reason names a predicted unclean election or power loss on the partition, if any)", LSO),
 }

@@ -181,4 +181,9 @@ ANOMALY_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "divergent",
                  # consumer groups (subscribe mode, history/group.parquet): checkers/groups.py
                  "commit_backwards", "group_skip", "reread_below_commit", "group_reread",
                  # transactions (--transactions, history/txns.parquet): checkers/txns.py
-                 "txn_incomplete", "txn_out_of_order")
+                 "txn_incomplete", "txn_out_of_order",
+                 # exactly-once processing (--workload eos, history/eos.parquet): checkers/eos.py
+                 "eos_lost", "eos_duplicate", "eos_out_of_order", "eos_offset_ahead", "eos_offset_behind", "g0", "g1a",
+                 "g1c", "internal", "precommitted_read",
+                 # a stuck last stable offset (history/lso.parquet): checkers/lso.py
+                 "lso_stuck")

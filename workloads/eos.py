@@ -6,8 +6,9 @@ the same partition of the output topic; `send_offsets_to_transaction` with, per 
 after the last record read, and the consumer's group metadata (KIP-447: the coordinator fences a commit from an
 older generation); commit. An abort (on an abortable error, or every `abort_every`-th transaction on purpose) seeks
 each partition read back to the transaction's first read, so the records are processed again; a fatal error (a
-fenced producer) ends the transaction `unknown`, and the processor starts a new producer under the same
-transactional.id (which fences the old one) and seeks back likewise.
+fenced producer) ends the transaction `unknown` (it may have committed), and the processor starts a new producer
+under the same transactional.id (which fences the old one) and a new consumer, which starts at the group's
+committed offsets.
 
 The transactional.id is the processor's slot (`e1` for `e1`, `e1-r1`, ...): a replacement started after a kill fences
 its predecessor's producer at init_transactions, which aborts the transaction it left open.
@@ -147,8 +148,10 @@ class Processor:
         p = self.producer
         p.poll(0)
         self._settle(values, outcome, error, reads, commits, t_begin, t_commit)
-        if outcome != "committed":
+        if outcome == "aborted":
             self._rewind(first)
+        elif outcome == "unknown":      # it may have committed: start again from the group's committed offsets
+            self._rejoin()
         self.txn += 1
 
     def _commit(self, attempts: int = 4) -> None:
@@ -211,6 +214,14 @@ class Processor:
                 self.consumer.seek(TopicPartition(self.spec.input_topic, part, off))
             except Exception as e:      # noqa: BLE001 - no longer assigned: its next owner starts at the commit
                 log.debug("processor %s: seek %d:%d: %s", self.spec.name, part, off, e)
+
+    def _rejoin(self) -> None:
+        """A new consumer (a new member): its partitions start at the group's committed offsets."""
+        try:
+            self.consumer.close()
+        except Exception as e:          # noqa: BLE001 - a fault may be running
+            log.debug("processor %s: close: %s", self.spec.name, e)
+        self.consumer = self._new_consumer()
 
     # ---- the loop --------------------------------------------------------------------------------------------
     def _flush(self) -> None:

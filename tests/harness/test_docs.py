@@ -50,6 +50,10 @@ def test_the_anomaly_declarations_cover_exactly_the_kinds_the_code_finds_and_jud
     assert {k for k, v in by.items() if v == VERDICT} == set(RULE_OF_KIND) | {"recovered"}
     assert {k for k, v in by.items() if v == GROUPS} == set(GROUP_KINDS)
     assert {k for k, v in by.items() if v == TXNS} == {"txn_incomplete", "txn_out_of_order"}
+    from kafka_chaos.checkers.eos import EOS_KINDS
+    from kafka_chaos.checkers.kinds import EOS, LSO
+    assert {k for k, v in by.items() if v == EOS} == set(EOS_KINDS)
+    assert {k for k, v in by.items() if v == LSO} == {"lso_stuck"}
 
 
 def test_the_site_builds_strictly(tmp_path):

@@ -1,0 +1,266 @@
+"""Exactly-once processing (`--workload eos`, history/eos.parquet): every input record's output exactly once, in
+order, with the offsets committed beside it; and the dependency-graph anomalies Jepsen's Kafka workload names.
+
+What Kafka promises a consume-transform-produce loop that commits its offsets in its transaction (KIP-98, KIP-447;
+`sendOffsetsToTransaction` with the consumer's group metadata): the outputs and the offsets commit or abort
+together, a read_committed reader sees a transaction's outputs only once its commit marker is written and never an
+aborted one's, and the group coordinator takes an offset commit only from the current generation (a zombie's
+transaction is fenced). So, per input record below the group's final committed offset of its partition, exactly
+one committed output in the final drain (`eos_lost`, `eos_duplicate`); per partition, the outputs in the order of
+their inputs (`eos_out_of_order`); no offset committed ahead of the output written (`eos_offset_ahead`) and no output
+committed beyond the group's final offsets (`eos_offset_behind`).
+
+The graph (checkers/eos_graph.py): nodes are the committed transactions (and those whose outcome the processor did
+not know); keys are each input partition's group offset (versions: the offsets committed) and each output partition
+(versions: the final drain's order). ww: the next version of a key; wr: a transaction's first read of an input
+partition starts at the version another committed. G0 and G1c are cycles; G1a an aborted transaction's output read,
+or a transaction that started at an offset only an aborted transaction committed; `internal` a transaction whose own
+reads of a partition are not consecutive or whose writes to one are not increasing (Jepsen's int-poll-skip,
+int-nonmonotonic-poll, int-nonmonotonic-send: the input has no gaps, being written by one idempotent producer);
+`precommitted_read` a read of a transaction's output, or a start at the offset it committed by another processor,
+before that transaction called commit.
+
+Each is excused only where the ISR model predicts an unclean election or a power loss on a partition involved (the
+input topic has the output topic's replicas and settings and the same faults, so the model's partition p stands
+for both).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kafka_chaos.checkers.eos_graph import WR, WW, describe, find_cycles
+from kafka_chaos.checkers.groups import destructive_cause
+from kafka_chaos.checkers.instances import rows_frame
+from kafka_chaos.history.eos import EOS_FILE
+
+EOS_KINDS = ("eos_lost", "eos_duplicate", "eos_out_of_order", "eos_offset_ahead", "eos_offset_behind", "g0", "g1a",
+             "g1c", "internal", "precommitted_read")
+OUT_RE = r"^(\d+)-(\d+)-[0-9a-f]{8}@(.+)\.(\d+)$"
+COLUMNS = ["kind", "partition", "offset", "value", "producer", "consumer", "t_complete_ns", "t_read_ns",
+           "classification", "reason"]
+LIVE_KEY = 1 << 40          # (partition, offset) as one int64: partition * LIVE_KEY + offset
+
+
+def read_eos(run_dir: Path | str) -> pd.DataFrame | None:
+    path = Path(run_dir) / EOS_FILE
+    return pd.read_parquet(path) if path.exists() else None
+
+
+def outputs(reads: pd.DataFrame, txns: pd.DataFrame) -> pd.DataFrame:
+    """The reads of outputs, each with its input (in_p, in_o), the transaction that wrote it (`id`, -1: one the
+    processor never journaled, killed first) and that transaction's outcome (`open` for those)."""
+    m = reads["value"].str.extract(OUT_RE)
+    out = reads.assign(in_p=pd.to_numeric(m[0]), in_o=pd.to_numeric(m[1]), processor=m[2],
+                       txn=pd.to_numeric(m[3])).dropna(subset=["in_p"])
+    out = out.astype({"in_p": "int64", "in_o": "int64", "txn": "int64"})
+    keyed = txns[["processor", "txn", "outcome", "t_commit_ns"]].assign(id=np.arange(len(txns)))
+    out = out.merge(keyed, on=["processor", "txn"], how="left")
+    return out.assign(id=out["id"].fillna(-1).astype("int64"), outcome=out["outcome"].fillna("open"))
+
+
+class EosCheck:
+    def __init__(self, txns: pd.DataFrame, reads: pd.DataFrame, eos_meta: dict, model=None, incomplete=()):
+        self.txns = txns.reset_index(drop=True)
+        self.model, self.incomplete, self.meta = model, set(incomplete), eos_meta
+        outs = outputs(reads, self.txns)
+        self.final = outs[outs["phase"] == "final"]
+        self.live = outs[outs["phase"] != "final"]
+        self.kept = self.final[(self.final["outcome"] != "aborted") & ~self.final["in_p"].isin(list(self.incomplete))]
+        self.committed = self.txns["outcome"] == "committed"
+        self.rows: list[dict] = []
+
+    # ---- helpers ---------------------------------------------------------------------------------------------
+    def _name(self, i: int) -> str:
+        return f"{self.txns.at[i, 'processor']}.{self.txns.at[i, 'txn']}" if i >= 0 else "an unjournaled transaction"
+
+    def _add(self, kind: str, partitions, what: str, **cols) -> None:
+        cause = next((c for p in sorted(set(int(p) for p in partitions)) if (c := destructive_cause(self.model, p))),
+                     None)
+        cls, why = ("allowed", f"; allowed: {cause}") if cause else ("violation", "")
+        self.rows.append({"kind": kind, "classification": cls, "reason": what + why} | cols)
+
+    def ends(self) -> dict[int, int]:
+        """Each input partition's final committed offset: the brokers' answer, else the journaled commits'."""
+        got = self.meta.get("committed")
+        if got:
+            return {int(p): int(o) for p, o in got.items() if o is not None}
+        c = self.txns[self.committed]
+        commits = pd.DataFrame({"p": np.concatenate(c["commit_partitions"].to_numpy()) if len(c) else [],
+                                "o": np.concatenate(c["commit_offsets"].to_numpy()) if len(c) else []})
+        return {int(p): int(o) for p, o in commits.groupby("p")["o"].max().items()}
+
+    # ---- exactly once ----------------------------------------------------------------------------------------
+    def exactly_once(self) -> None:
+        kept = self.kept.drop_duplicates(["value"])                # one value at two positions is a `duplicate`
+        copies = kept.groupby(["in_p", "in_o"]).agg(n=("id", "size"), first=("value", "first"),
+                                                    last=("value", "last"), t=("t_ns", "min"))
+        for (p, o), r in copies[copies["n"] > 1].iterrows():
+            self._add("eos_duplicate", [p], f"input {p}:{o} has {r.n} committed outputs in the final drain "
+                      f"({r['first']} ... {r['last']}); the offsets commit atomically with the output (KIP-98)",
+                      partition=p, offset=o, value=r["first"], t_read_ns=int(r.t))
+        have = set((copies.index.get_level_values(0) * LIVE_KEY + copies.index.get_level_values(1)).tolist())
+        for p, end in sorted(self.ends().items()):
+            if p in self.incomplete:
+                continue
+            want = np.arange(end, dtype=np.int64) + p * LIVE_KEY
+            lost = want[~np.isin(want, np.fromiter(have, np.int64, len(have)))] - p * LIVE_KEY
+            for o in lost.tolist():
+                self._add("eos_lost", [p], f"input {p}:{o} lies below the group's committed offset {end} of its "
+                          "partition, yet no committed output of it is in the final drain", partition=p, offset=o)
+            self._behind(copies, p, end)
+
+    def _behind(self, copies: pd.DataFrame, p: int, end: int) -> None:
+        if not self.meta.get("committed") or p not in copies.index.get_level_values(0):
+            return
+        above = copies.loc[p].index
+        above = above[above >= end]
+        if len(above):
+            self._add("eos_offset_behind", [p], f"{len(above)} committed output(s) of input partition {p} lie at or "
+                      f"above the group's final committed offset {end} (first {p}:{int(above[0])}); outputs and "
+                      "offsets commit together", partition=p, offset=end)
+
+    def order(self) -> None:
+        """The final drain's outputs of one input partition follow their inputs' order (each input's first copy)."""
+        first = self.kept.sort_values("offset").drop_duplicates(["in_p", "in_o"])
+        for (p, _), g in first.groupby(["partition", "in_p"]):
+            ins = g["in_o"].to_numpy()
+            bad = np.flatnonzero(np.diff(ins) <= 0)
+            if len(bad):
+                a, b = g.iloc[int(bad[0])], g.iloc[int(bad[0]) + 1]
+                self._add("eos_out_of_order", [p], f"output partition {p}: the output of input {b.in_p}:{b.in_o} "
+                          f"at offset {b.offset} follows that of {a.in_p}:{a.in_o} at {a.offset} "
+                          f"({len(bad)} such step(s))",
+                          partition=p, offset=int(b.offset), value=b.value)
+
+    def offsets_ahead(self) -> None:
+        """A committed offset o of partition p with no committed output of input p:o-1 in the final drain."""
+        c = self.txns[self.committed]
+        if not len(c):
+            return
+        cp = c.assign(id=c.index)[["id", "commit_partitions", "commit_offsets"]].explode(
+            ["commit_partitions", "commit_offsets"]).dropna()
+        cp = cp[(cp["commit_offsets"] > 0) & ~cp["commit_partitions"].isin(list(self.incomplete))]
+        key = cp["commit_partitions"].astype("int64") * LIVE_KEY + cp["commit_offsets"].astype("int64") - 1
+        have = (self.kept["in_p"] * LIVE_KEY + self.kept["in_o"]).to_numpy()
+        for r in cp[~np.isin(key.to_numpy(), have)].itertuples():
+            self._add("eos_offset_ahead", [r.commit_partitions], f"transaction {self._name(r.id)} committed offset "
+                      f"{r.commit_offsets} of input partition {r.commit_partitions}, and the final drain holds no "
+                      f"committed output of input {r.commit_partitions}:{r.commit_offsets - 1}",
+                      partition=int(r.commit_partitions), offset=int(r.commit_offsets),
+                      producer=self.txns.at[r.id, "processor"])
+
+    # ---- the graph -------------------------------------------------------------------------------------------
+    def _offset_edges(self, live: np.ndarray) -> list[np.ndarray]:
+        """ww along each input partition's committed offsets, wr from the writer of the offset a transaction
+        started each partition at; G1a and precommitted reads found on the way."""
+        t = self.txns
+        commits = t[live].assign(id=t.index[live])[["id", "processor", "commit_partitions", "commit_offsets",
+                                                    "t_end_ns", "t_commit_ns"]].explode(
+            ["commit_partitions", "commit_offsets"]).dropna(subset=["commit_partitions"])
+        commits = commits.astype({"commit_partitions": "int64", "commit_offsets": "int64"}).sort_values(
+            ["commit_partitions", "commit_offsets", "t_end_ns"], kind="stable")
+        same = commits["commit_partitions"].to_numpy()[1:] == commits["commit_partitions"].to_numpy()[:-1]
+        ids = commits["id"].to_numpy()
+        edges = [np.stack([ids[:-1][same], ids[1:][same], np.full(int(same.sum()), WW)])]
+        reads = t.assign(id=t.index)[live][["id", "processor", "read_partitions", "read_offsets", "t_begin_ns"]]
+        reads = reads.explode(["read_partitions", "read_offsets"]).dropna(subset=["read_partitions"])
+        starts = reads.drop_duplicates(["id", "read_partitions"]).astype({"read_partitions": "int64",
+                                                                          "read_offsets": "int64"})
+        starts = starts[starts["read_offsets"] > 0]
+        w = commits.rename(columns={"id": "writer", "processor": "w_processor", "commit_partitions": "read_partitions",
+                                    "commit_offsets": "read_offsets"})
+        j = starts.merge(w, on=["read_partitions", "read_offsets"], how="left")
+        j = j.assign(other=j["w_processor"] != j["processor"]).sort_values(["id", "read_partitions", "other",
+                                                                            "t_end_ns"], kind="stable")
+        j = j.drop_duplicates(["id", "read_partitions"])
+        found = j.dropna(subset=["writer"])
+        edges.append(np.stack([found["writer"].to_numpy(np.int64), found["id"].to_numpy(np.int64),
+                               np.full(len(found), WR)]))
+        early = found[found["other"] & (found["t_commit_ns"] > found["t_begin_ns"])]
+        for r in early.itertuples():
+            self._add("precommitted_read", [r.read_partitions], f"transaction {self._name(r.id)} began at offset "
+                      f"{r.read_offsets} of input partition {r.read_partitions} before {self._name(int(r.writer))}, "
+                      "which committed that offset, called commit", partition=r.read_partitions,
+                      offset=r.read_offsets, producer=r.processor)
+        self._aborted_starts(j[j["writer"].isna()])
+        return edges
+
+    def _aborted_starts(self, orphans: pd.DataFrame) -> None:
+        t = self.txns
+        ab = t[t["outcome"] == "aborted"]
+        ab = ab.assign(id=ab.index)[["id", "commit_partitions", "commit_offsets"]].explode(
+            ["commit_partitions", "commit_offsets"]).dropna()
+        keys = set(zip(ab["commit_partitions"].astype(int), ab["commit_offsets"].astype(int)))
+        for r in orphans.itertuples():
+            if (r.read_partitions, r.read_offsets) in keys and self.committed.iat[r.id]:
+                self._add("g1a", [r.read_partitions], f"committed transaction {self._name(r.id)} started input "
+                          f"partition {r.read_partitions} at offset {r.read_offsets}, which only an aborted "
+                          "transaction committed", partition=r.read_partitions, offset=r.read_offsets,
+                          producer=r.processor)
+
+    def _output_edges(self) -> np.ndarray:
+        k = self.kept[self.kept["id"] >= 0]
+        first = k.groupby(["partition", "id"])["offset"].min().reset_index().sort_values(["partition", "offset"])
+        same = first["partition"].to_numpy()[1:] == first["partition"].to_numpy()[:-1]
+        ids = first["id"].to_numpy(np.int64)
+        return np.stack([ids[:-1][same], ids[1:][same], np.full(int(same.sum()), WW)])
+
+    def graph(self) -> None:
+        live = (self.txns["outcome"] != "aborted").to_numpy()
+        edges = np.concatenate(self._offset_edges(live) + [self._output_edges()], axis=1)
+        for c in find_cycles(len(self.txns), edges[0], edges[1], edges[2]):
+            parts = set(np.concatenate([self.txns.at[i, "read_partitions"] for i in c["nodes"]]).tolist())
+            shown = ", ".join(self._name(i) for i in c["nodes"][:20]) + (" ..." if len(c["nodes"]) > 20 else "")
+            self._add(c["kind"], parts, f"{c['kind'].upper()}: {len(c['nodes'])} transactions ({shown}) in a cycle "
+                      f"of {'write' if c['kind'] == 'g0' else 'write and read'} dependencies, e.g. "
+                      f"{describe(c['cycle'], self._name)}", producer=self.txns.at[c["nodes"][0], "processor"])
+
+    # ---- G1a, internal, precommitted reads of outputs ----------------------------------------------------------
+    def aborted_reads(self) -> None:
+        bad = pd.concat([self.final, self.live])
+        bad = bad[bad["outcome"] == "aborted"]
+        for (consumer, i), g in bad.groupby(["consumer", "id"]):
+            self._add("g1a", g["partition"].unique(), f"{consumer} read {len(g)} output(s) of aborted transaction "
+                      f"{self._name(i)} (first {g['value'].iloc[0]})", partition=int(g["partition"].iloc[0]),
+                      offset=int(g["offset"].iloc[0]), value=g["value"].iloc[0], consumer=consumer,
+                      t_read_ns=int(g["t_ns"].min()))
+
+    def precommitted_outputs(self) -> None:
+        early = self.live[(self.live["id"] >= 0) & (self.live["t_ns"] < self.live["t_commit_ns"])]
+        for (consumer, i), g in early.groupby(["consumer", "id"]):
+            self._add("precommitted_read", g["partition"].unique(), f"{consumer} read {len(g)} output(s) of "
+                      f"{self._name(i)} before it called commit", partition=int(g["partition"].iloc[0]),
+                      offset=int(g["offset"].iloc[0]), value=g["value"].iloc[0], consumer=consumer,
+                      t_read_ns=int(g["t_ns"].min()))
+
+    def internal(self) -> None:
+        c = self.txns[self.committed]
+        for cols, what in ((["read_partitions", "read_offsets"], "read"), (["write_partitions", "write_offsets"],
+                                                                          "wrote")):
+            e = c.assign(id=c.index)[["id", *cols]].explode(cols).dropna().reset_index(drop=True)
+            if not len(e):
+                continue
+            e = e.astype({cols[0]: "int64", cols[1]: "int64"})
+            e["step"] = e.groupby(["id", cols[0]])[cols[1]].diff()
+            bad = e[(e["step"] > 1) | (e["step"] <= 0)] if what == "read" else e[e["step"] <= 0]
+            for (i, p), g in bad.groupby(["id", cols[0]]):
+                at, step = int(g[cols[1]].iloc[0]), int(g["step"].iloc[0])
+                how = "int-poll-skip" if what == "read" and step > 1 else \
+                    "int-nonmonotonic-poll" if what == "read" else "int-nonmonotonic-send"
+                self._add("internal", [p], f"{how}: transaction {self._name(i)} {what} partition {p} at offset "
+                          f"{at} right after {at - step}", partition=p, offset=at,
+                          producer=self.txns.at[i, "processor"])
+
+    def run(self) -> pd.DataFrame:
+        for step in (self.exactly_once, self.order, self.offsets_ahead, self.graph, self.aborted_reads,
+                     self.precommitted_outputs, self.internal):
+            step()
+        return rows_frame(self.rows, COLUMNS)
+
+
+def find(txns: pd.DataFrame, reads: pd.DataFrame, eos_meta: dict, model=None, incomplete=()) -> pd.DataFrame:
+    """Judged rows of the eos kinds. `reads`: reads.parquet (consumer, phase, partition, offset, value, t_ns)."""
+    return EosCheck(txns, reads, eos_meta or {}, model, incomplete).run()

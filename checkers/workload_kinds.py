@@ -1,0 +1,37 @@
+"""The kinds a workload's own history files add to a run's judged rows: the consumer group's (checkers/groups.py,
+group.parquet), the transactional producer's (checkers/txns.py, txns.parquet), the exactly-once processors'
+(checkers/eos.py, eos.parquet) and the stuck last stable offset (checkers/lso.py, lso.parquet)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from kafka_chaos.checkers import eos, groups, lso, txns
+from kafka_chaos.history.meta import RunMeta
+
+
+def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, model, complete) -> pd.DataFrame:
+    """The judged rows plus those of every workload file the history holds."""
+    group, txn_rows, eos_rows = groups.read_group(run_dir), txns.read_txns(run_dir), eos.read_eos(run_dir)
+    samples = lso.read_lso(run_dir)
+    if group is None and txn_rows is None and eos_rows is None and samples is None:
+        return judged
+    reads = pd.read_parquet(run_dir / "history/reads.parquet",
+                            columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
+    extra = []
+    if group is not None:
+        extra.append(groups.find(group, reads, model, groups.read_kills(run_dir), meta.extra.get("consumer_commit")))
+    if txn_rows is not None:
+        final = set(reads.loc[reads["phase"] == "final", "value"])
+        extra.append(txns.find(txn_rows, final, meta.partitions, complete.incomplete, model))
+        extra.append(txns.out_of_order(txn_rows, reads[reads["phase"] == "final"], complete.incomplete))
+    if eos_rows is not None:
+        extra.append(eos.find(eos_rows, reads, meta.extra.get("eos") or {}, model, complete.incomplete))
+    if samples is not None:
+        extra.append(lso.find(samples, lso.heals(run_dir), lso.timeout_ms(meta.extra), model))
+    parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
+    if not parts:
+        return judged
+    columns = list(dict.fromkeys([c for f in [judged, *extra] for c in f.columns]))
+    return pd.concat(parts, ignore_index=True).reindex(columns=columns)
