@@ -43,7 +43,9 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
 
     When a restarted or thawed broker is usable again is timed too (state.Timing): the recorded replay lets the
     controller unfence a restarted broker at its restart and a reconnected broker act on the metadata log after
-    METADATA_CATCHUP_NS; the late one after RESTART_UNFENCE_NS and METADATA_CATCHUP_LATE_NS. `unfences`, the
+    METADATA_CATCHUP_NS; the late one after RESTART_UNFENCE_NS and METADATA_CATCHUP_LATE_NS. A healed follower
+    fetches again at the heal in the recorded replay, and only once its stuck fetch gives way in the late one
+    (_Sim._stuck_fetchers). `unfences`, the
     controller's logged unfence grants per broker (history/controller_log.py), replace the restart bound in both."""
     if isinstance(faults, pd.DataFrame):
         events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
@@ -67,7 +69,7 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     slow = replace(cfg, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms * 3 // 2)
     late = _simulate(slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
                      samples, t_begin, t_end, leader_fenced_first=True,
-                     timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants))
+                     timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants, stuck_fetchers=True))
     late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
     sims, alternatives = [recorded, late], [late_result]
     if any(e.effect == "slow" or e.effect == "link" and any(a != "client" for a, _ in e.links) for e in events):

@@ -86,8 +86,19 @@ class _Sim(_Replication):
         broker's request.timeout.ms (30 s), and only then drops the connection and reconnects. Until then only TCP
         can revive it, at its next retransmission after the heal (Linux backs off from TCP_RTO_MIN, 200 ms,
         doubling each time). So a healed follower fetches again at the earlier of the two, not at the heal: seen
-        twice on 2026-11-27 (README, "A follower that rejoins late"), where the healed broker never rejoined the
-        ISR in the 10 s before the next fault."""
+        twice on 2026-11-27 (docs/findings.md, "A follower that rejoins late"), where the healed broker never
+        rejoined the ISR in the 10 s before the next fault.
+
+        When that retransmission falls is not Kafka's to say: it counts from when the rule hit that pair, somewhere
+        in the seconds a cut takes to apply node by node, and the heal frees the pair somewhere in the seconds
+        its undo takes (the heal row is written once the undo has finished). Seen the other way on 2026-11-27
+        (leader-isolate, acks=1, load ~25): the isolated leader 3, cut over 10.0-15.7 s and healed by 27.4 s (when
+        it learned the new leader), truncated against leader 2's answer at 28.0 s and was back in the ISR at
+        32.7 s, so Kafka elected it when 2 was cut off at 35 s; the stuck rule had kept it out until 35.4 s. So
+        the resume may come anywhere from the heal to that bound: the recorded replay takes the heal, the late one
+        (`Timing.stuck_fetchers`) the bound."""
+        if not self.timing.stuck_fetchers:
+            return
         for pair in before - after:
             self.fetch_cut.setdefault(pair, t)
         for pair in after & set(self.fetch_cut):

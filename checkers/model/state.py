@@ -19,6 +19,7 @@ class Timing:
     catchup_ns: int = METADATA_CATCHUP_NS     # a reconnected broker acts on the metadata log's news after this
     restart_unfence_ns: int = 0               # a restarted broker is unfenced no sooner than this after it started
     unfences: tuple = ()                      # ((broker, (t_ns, ...)), ...): observed unfence grants
+    stuck_fetchers: bool = False              # a healed follower waits on its cut fetch (_Sim._stuck_fetchers)
 
     def ready_after(self, n: int, t: int, thawed: bool = False, down_since: int | None = None) -> int:
         """When broker n, started (or thawed) at t, may be unfenced. A thawed broker kept its registration, so the

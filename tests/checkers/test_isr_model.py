@@ -304,31 +304,36 @@ def elected(model):
     return [(e["leader"], round((e["t_ns"] - T0) / S)) for e in model.events if e["event"] == "leader"]
 
 
-def test_a_broker_healed_after_15_s_is_not_back_in_the_isr_when_the_next_leader_fails():
+def test_a_broker_healed_after_15_s_may_not_be_back_in_the_isr_when_the_next_leader_fails():
     """As in the leader-isolate runs of 2026-11-27: 1 is cut off 10-25 s, 2 takes over; when 2 is cut off at 35 s,
-    1 has fetched nothing since the heal (its fetcher waits until 35.4 s), so 3 is elected, not 1."""
+    1 may have fetched nothing since the heal (its fetcher waits until 35.4 s, the late replay), so 3 is elected;
+    or its fetch got through at once (the recorded replay, seen in another such run), so 1 is."""
     faults = [isolate(1, T0 + 10 * S), isolate(1, T0 + 25 * S, "heal"), isolate(2, T0 + 35 * S),
               isolate(2, T0 + 60 * S, "heal")]
     model = run_model(cfg(), faults, t_begin=T0, t_end=T0 + 90 * S)
-    assert [leader for leader, _ in elected(model)][:2] == [2, 3]
+    (late,) = model.alternatives
+    assert [leader for leader, _ in elected(late)][:2] == [2, 3]
+    assert [leader for leader, _ in elected(model)][:2] == [2, 1]
     quick = run_model(cfg(request_timeout_ms=1_000), faults, t_begin=T0, t_end=T0 + 90 * S)   # dropped at 11 s
-    assert [leader for leader, _ in elected(quick)][:2] == [2, 1]
+    assert [leader for leader, _ in elected(quick.alternatives[0])][:2] == [2, 1]
 
 
 def test_a_follower_cut_off_for_2_s_fetches_again_at_the_next_retransmission():
     faults = [isolate(3, T0 + 10 * S), isolate(3, T0 + 12 * S, "heal")]
     model = run_model(cfg(), faults, t_begin=T0, t_end=T0 + 60 * S)
-    assert model.unwritable(0, T0 + 13_500_000_000, T0 + 13_500_000_000, "all")    # waits for 3 until 13.0 s
+    assert model.unwritable(0, T0 + 13_500_000_000, T0 + 13_500_000_000, "all")    # may wait for 3 until 13.0 s
     assert not model.unwritable(0, T0 + 14_500_000_000, T0 + 14_500_000_000, "all")
     assert elected(model) == []
 
 
 def test_a_follower_restarted_while_cut_off_has_no_fetch_to_wait_on_after_the_heal():
     from kafka_chaos.checkers.model.run import _simulate
+    from kafka_chaos.checkers.model.state import Timing
 
     empty = pd.DataFrame(columns=["t_ns", "partition", "leader", "isr"])
     cut = [isolate(3, T0 + 10 * S), isolate(3, T0 + 12 * S, "heal")]
-    waits = _simulate(cfg(), cut, empty, T0, T0 + 60 * S).fetch_stuck_until
+    stuck = Timing(stuck_fetchers=True)
+    waits = _simulate(cfg(), cut, empty, T0, T0 + 60 * S, timing=stuck).fetch_stuck_until
     assert waits[(3, 1)] == T0 + 13 * S                          # the retransmission after the heal
     restarted = cut[:1] + [kill(3, T0 + 11 * S), restart(3, T0 + 11_500_000_000)] + cut[1:]
-    assert (3, 1) not in _simulate(cfg(), restarted, empty, T0, T0 + 60 * S).fetch_stuck_until
+    assert (3, 1) not in _simulate(cfg(), restarted, empty, T0, T0 + 60 * S, timing=stuck).fetch_stuck_until
