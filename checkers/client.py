@@ -61,33 +61,44 @@ def client_voids(run_dir: Path | str, sends_file: Path | str) -> ClientVoids:
     return ClientVoids(message_timeouts(sends_file), bumps)
 
 
-def _between(times: np.ndarray, t0: int, t1: int) -> tuple[int, int]:
-    """The index range of sorted `times` within [t0, t1]: one binary search per write, not a scan."""
-    return int(np.searchsorted(times, t0, side="left")), int(np.searchsorted(times, t1, side="right"))
-
-
 def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
     """Why `producer`'s idempotence was void between t0 and t1 (a write's invoke and its acknowledgement), if it
     was: the client logged an epoch bump in between, or some of its messages timed out in between (a bump follows)."""
     if t0 is None or t1 is None:
         return None
-    bump_times, bump_reasons = voids.bumps.get(str(producer), (np.zeros(0, np.int64), []))
-    lo, hi = _between(bump_times, t0, t1)
-    if hi > lo:
-        reasons = ", ".join(dict.fromkeys(bump_reasons[lo:hi]))
-        return (f"the client: producer {producer} bumped its epoch {hi - lo} time(s) while this write was pending "
-                f"(librdkafka's log: {reasons}), and librdkafka renumbers every queued message under the new epoch, "
-                f"so a retry of a batch that may already be in the log is appended again (rdkafka_request.c, "
+    return epoch_bumps_between(voids, [producer], np.array([t0], np.int64), np.array([t1], np.int64))[0]
+
+
+def epoch_bumps_between(voids: ClientVoids, producers, t0: np.ndarray, t1: np.ndarray,
+                        known: np.ndarray | None = None) -> np.ndarray:
+    """epoch_bump_between for many writes at once: two binary searches per producer's writes, a reason only for the
+    writes it voids (None elsewhere). known: where t0 and t1 are both known (default: everywhere)."""
+    n = len(t0)
+    out = np.full(n, None, dtype=object)
+    who = np.array([str(p) for p in producers], dtype=object) if n else np.zeros(0, dtype=object)
+    known = np.ones(n, dtype=bool) if known is None else known
+    for producer in set(who[known]) & (set(voids.bumps) | set(voids.timeouts)):
+        rows = np.nonzero(known & (who == producer))[0]
+        bump_times, bump_reasons = voids.bumps.get(producer, (np.zeros(0, np.int64), []))
+        lo, hi = (np.searchsorted(bump_times, t0[rows], side="left"),
+                  np.searchsorted(bump_times, t1[rows], side="right"))
+        for i in np.nonzero(hi > lo)[0]:
+            reasons = ", ".join(dict.fromkeys(bump_reasons[lo[i]:hi[i]]))
+            out[rows[i]] = (
+                f"the client: producer {producer} bumped its epoch {hi[i] - lo[i]} time(s) while this write was "
+                f"pending (librdkafka's log: {reasons}), and librdkafka renumbers every queued message under the new "
+                f"epoch, so a retry of a batch that may already be in the log is appended again (rdkafka_request.c, "
                 f"OUT_OF_ORDER_SEQUENCE_NUMBER \"skipped sequence numbers\" -> rd_kafka_idemp_drain_epoch_bump; "
                 f"confluentinc/librdkafka#4953)")
-    times = voids.timeouts.get(str(producer))
-    if times is None or not len(times):
-        return None
-    lo, hi = _between(times, t0, t1)
-    if hi <= lo:
-        return None
-    return (f"the client: {hi - lo} of producer {producer}'s messages timed out while this write was pending, and "
-            f"the client then bumps the producer epoch (librdkafka for every partition, the Java client for the "
-            f"partition that timed out), sending retries that may already be "
-            f"in the log again under the new epoch (librdkafka INTRODUCTION.md, message timeouts; "
-            f"confluentinc/librdkafka#4953)")
+        times = voids.timeouts.get(producer)
+        if times is None or not len(times):
+            continue
+        lo, hi = np.searchsorted(times, t0[rows], side="left"), np.searchsorted(times, t1[rows], side="right")
+        for i in np.nonzero((hi > lo) & (out[rows] == None))[0]:    # noqa: E711 (elementwise)
+            out[rows[i]] = (
+                f"the client: {hi[i] - lo[i]} of producer {producer}'s messages timed out while this write was "
+                f"pending, and the client then bumps the producer epoch (librdkafka for every partition, the Java "
+                f"client for the partition that timed out), sending retries that may already be "
+                f"in the log again under the new epoch (librdkafka INTRODUCTION.md, message timeouts; "
+                f"confluentinc/librdkafka#4953)")
+    return out

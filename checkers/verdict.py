@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kafka_chaos.checkers import availability, instances
-from kafka_chaos.checkers.client import ClientVoids, epoch_bump_between
+from kafka_chaos.checkers.client import ClientVoids, epoch_bumps_between
 from kafka_chaos.checkers.completeness import Completeness
 from kafka_chaos.checkers.model import ModelResult
 from kafka_chaos.checkers.reference import Counts
@@ -30,44 +30,49 @@ SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "fail
               "min_isr_breach")
 
 
-def _describe(row) -> str:
-    kind = row["kind"]
+def _txt(col: pd.Series) -> pd.Series:
+    """A column as the text an f-string gives each value (<NA> where missing), as object strings."""
+    return pd.Series([str(x) for x in col.astype(object)], index=col.index, dtype=object)
+
+
+def _fmt(col: pd.Series) -> pd.Series:
+    """Integers as digits, "?" where missing."""
+    return _txt(col.astype("Int64")).where(col.notna(), "?")
+
+
+def _describe(rows: pd.DataFrame) -> pd.Series:
+    """What each instance is, in words (all rows of one kind)."""
+    kind = rows["kind"].iloc[0] if len(rows) else None
     if kind == "lost":
-        read = "" if pd.isna(row["t_read_ns"]) else ", read by a live consumer,"
-        return f"acked at offset {_fmt(row['offset'])} with acks={row['acks']}{read} absent from the completed " \
-               f"final drain of partition {_fmt(row['partition'])}"
+        read = pd.Series(", read by a live consumer,", index=rows.index).where(rows["t_read_ns"].notna(), "")
+        return "acked at offset " + _fmt(rows["offset"]) + " with acks=" + _txt(rows["acks"]) + read + \
+            " absent from the completed final drain of partition " + _fmt(rows["partition"])
     if kind == "lost_after_read":
-        return f"read by a live consumer at offset {_fmt(row['offset'])}, absent from the completed final drain " \
-               f"of partition {_fmt(row['partition'])}"
+        return "read by a live consumer at offset " + _fmt(rows["offset"]) + ", absent from the completed final " \
+            "drain of partition " + _fmt(rows["partition"])
     if kind == "duplicate":
-        return f"read at {row['multiplicity']} positions"
-    if kind == "phantom":
-        return "read, but no send carries this value"
+        return "read at " + _txt(rows["multiplicity"]) + " positions"
     if kind == "divergent":
-        return f"{row['multiplicity']} different values read at this offset"
-    if kind == "failed_read":
-        return "send failed definitely, yet the value was read"
+        return _txt(rows["multiplicity"]) + " different values read at this offset"
     if kind == "offset_mismatch":
-        return f"acked at offset {_fmt(row['offset'])}, read only elsewhere"
-    if kind == "nonmonotonic_send":
-        return "acked at a lower offset than the producer's previous send to this partition"
-    if kind == "min_isr_breach":
-        return "acks=all write acknowledged while the partition's ISR was below min.insync.replicas"
+        return "acked at offset " + _fmt(rows["offset"]) + ", read only elsewhere"
     if kind == "poll_skip":
-        return f"consumer {row['consumer']} jumped from offset {row['from_offset']} to {row['offset']} over " \
-               f"offsets others read"
+        return "consumer " + _txt(rows["consumer"]) + " jumped from offset " + _txt(rows["from_offset"]) + \
+            " to " + _txt(rows["offset"]) + " over offsets others read"
     if kind == "stall":
-        return f"no write acknowledged for {(row['t_complete_ns'] - row['t_invoke_ns']) / 1e9:.1f} s while " \
-               f"writes were pending"
-    return "indeterminate send whose value was read"
+        s = (rows["t_complete_ns"].astype("Int64") - rows["t_invoke_ns"].astype("Int64")).astype(object)
+        return pd.Series([f"no write acknowledged for {x / 1e9:.1f} s while writes were pending" for x in s],
+                         index=rows.index, dtype=object)
+    return pd.Series(FIXED_DESCRIPTION.get(kind, "indeterminate send whose value was read"), index=rows.index,
+                     dtype=object)
 
 
-def _fmt(x) -> str:
-    return "?" if x is None or pd.isna(x) else str(int(x))
-
-
-def _int(x) -> int | None:
-    return None if x is None or pd.isna(x) else int(x)
+FIXED_DESCRIPTION = {
+    "phantom": "read, but no send carries this value",
+    "failed_read": "send failed definitely, yet the value was read",
+    "nonmonotonic_send": "acked at a lower offset than the producer's previous send to this partition",
+    "min_isr_breach": "acks=all write acknowledged while the partition's ISR was below min.insync.replicas",
+}
 
 
 def stall_rows(found: list[availability.Stall]) -> pd.DataFrame:
@@ -77,8 +82,20 @@ def stall_rows(found: list[availability.Stall]) -> pd.DataFrame:
                                          "t_complete_ns": [s.end_ns for s in found]}))
 
 
+def _str(values: np.ndarray) -> np.ndarray:
+    """Each value as an f-string shows it ("None" for None), as an object array that + joins elementwise."""
+    return values.astype(str).astype(object)
+
+
+def _pick(cond, yes, no) -> np.ndarray:
+    """Elementwise yes where cond, else no (each a scalar, an array or a Series aligned with cond)."""
+    return np.where(np.asarray(cond, dtype=bool), np.asarray(yes, dtype=object), np.asarray(no, dtype=object))
+
+
 class Judge:
-    """Classifies each instance of one run; holds what every rule needs."""
+    """Classifies the instances of one run, all of a kind at once; holds what every rule needs. Each rule takes the
+    rows of its kinds (a frame), their durability and the model's reason, and returns (classification, reason
+    suffix) arrays."""
 
     def __init__(self, meta: RunMeta, model: ModelResult, complete: Completeness,
                  observed_losses: list[dict] = (), stalls: list[availability.Stall] = (),
@@ -89,93 +106,107 @@ class Judge:
         self.stalls = {(s.partition, s.start_ns): s for s in stalls}
         self.max_stall_s = max_stall_s
 
-    def unpredicted(self, partition, offset) -> str:
+    def unpredicted(self, rows: pd.DataFrame) -> np.ndarray:
         """Name the observed event (a high-watermark drop or an unclean election the model did not predict)
-        that alone explains a lost committed record, if there is one."""
-        if partition is None or pd.isna(partition):
-            return ""
-        for e in self.observed_losses:
-            if int(e["partition"]) != int(partition):
-                continue
+        that alone explains a lost committed record, if there is one ("" where none)."""
+        out = np.full(len(rows), "", dtype=object)
+        part, off = rows["partition"].astype("Int64"), rows["offset"].astype("Int64")
+        for e in reversed(self.observed_losses):      # the first event that explains it names it
             lo, hi = e.get("hw_after"), e.get("hw_before")
-            if offset is None or pd.isna(offset) or lo is None or hi is None or lo <= int(offset) < hi:
-                return f"; only an event the model did not predict explains it: {e['detail']}"
-        return ""
+            inside = off.isna() | (lo is None) | (hi is None) | ((off >= (lo or 0)) & (off < (hi or 0))).fillna(False)
+            hit = (part == int(e["partition"])).fillna(False) & inside
+            out[hit.to_numpy(dtype=bool)] = f"; only an event the model did not predict explains it: {e['detail']}"
+        return out
 
-    def committed_lost(self, row, why: str) -> tuple[str, str]:
-        t_read, t_ack = _int(row["t_read_ns"]), _int(row["t_complete_ns"])
-        cause = self.model.committed_loss_cause(int(row["partition"]), t_read if t_read is not None else t_ack,
-                                                t_ack, _int(row["t_invoke_ns"]))
-        if cause:
-            return "allowed", f"; allowed: {cause}"
-        return "violation", f"; {why}: only an unclean election or a power loss may remove a committed record, " \
-                            f"and the model predicts none that could" + self.unpredicted(row["partition"],
-                                                                                         row["offset"])
+    def committed_lost(self, rows: pd.DataFrame, why: str):
+        t_read, t_ack = rows["t_read_ns"], rows["t_complete_ns"]
+        cause = self.model.committed_loss_causes(rows["partition"], t_read.fillna(t_ack), t_ack, rows["t_invoke_ns"])
+        has = cause != None    # noqa: E711 (elementwise)
+        return _pick(has, "allowed", "violation"), _pick(
+            has, "; allowed: " + _str(cause), f"; {why}: only an unclean election or a power loss may remove "
+            "a committed record, and the model predicts none that could" + self.unpredicted(rows))
 
-    def rule(self, row, durability: str | None, model_reason: str | None) -> tuple[str, str]:
-        """(classification, reason suffix) of one anomaly, by the rule for its kind (docs/history.md)."""
-        name = RULE_OF_KIND.get(row["kind"])
+    def rule(self, rows: pd.DataFrame, durability: np.ndarray, model_reason: np.ndarray):
+        """(classification, reason suffix) of the anomalies of one kind, by the rule for it (docs/history.md)."""
+        name = RULE_OF_KIND.get(rows["kind"].iloc[0])
         if name is None:
-            return "allowed", "; counted, not an anomaly"
-        return getattr(self, name)(row, durability, model_reason)
+            return np.full(len(rows), "allowed", dtype=object), np.full(len(rows), "; counted, not an anomaly",
+                                                                          dtype=object)
+        return getattr(self, name)(rows, durability, model_reason)
 
-    def _lost(self, row, durability, model_reason):
-        if not pd.isna(row["t_read_ns"]):
-            return self.committed_lost(row, "a consumer read it, so it was committed")
-        if durability == "guaranteed":
-            return "violation", f"; the model classed it guaranteed: {model_reason}" + \
-                self.unpredicted(row["partition"], row["offset"])
-        return "allowed", f"; at risk: {model_reason}"
+    def _lost(self, rows, durability, model_reason):
+        read = rows["t_read_ns"].notna().to_numpy()
+        committed = self.committed_lost(rows, "a consumer read it, so it was committed")
+        guaranteed = durability == "guaranteed"
+        reason = _str(model_reason)
+        return _pick(read, committed[0], _pick(guaranteed, "violation", "allowed")), _pick(
+            read, committed[1], _pick(guaranteed, "; the model classed it guaranteed: " + reason +
+                                      self.unpredicted(rows), "; at risk: " + reason))
 
-    def _lost_after_read(self, row, durability, model_reason):
-        return self.committed_lost(row, "committed (a consumer read it)")
+    def _lost_after_read(self, rows, durability, model_reason):
+        return self.committed_lost(rows, "committed (a consumer read it)")
 
-    def _out_of_order(self, row, durability, model_reason):
-        if pd.isna(row["idempotent"]) or not bool(row["idempotent"]):
-            return "allowed", "; allowed: a producer without idempotence may retry and reorder"
-        t = _int(row["t_invoke_ns"]) or _int(row["t_read_ns"]) or 0
-        voided = self.model.idempotence_voided(int(row["partition"]), t, _int(row["t_complete_ns"])) \
-            if not pd.isna(row["partition"]) else None
-        if voided:
-            return "allowed", f"; allowed: idempotence voided by {voided}"
-        bumped = epoch_bump_between(self.client_voids, row.get("producer"), _int(row["t_invoke_ns"]),
-                                    _int(row["t_complete_ns"]))
-        if bumped:
-            return "allowed", f"; allowed by Kafka's rules, idempotence voided by {bumped}"
-        return "violation", "; the producer is idempotent, which forbids this"
+    def _out_of_order(self, rows, durability, model_reason):
+        idempotent = rows["idempotent"].fillna(False).astype(bool).to_numpy()
+        inv, read = rows["t_invoke_ns"].astype("Int64"), rows["t_read_ns"].astype("Int64")
+        t = inv.where(inv.notna() & (inv != 0), read.where(read.notna() & (read != 0), 0))
+        voided = self.model.idempotence_voided_many(rows["partition"], t, rows["t_complete_ns"])
+        done = rows["t_complete_ns"].astype("Int64")
+        bumped = epoch_bumps_between(self.client_voids, rows["producer"].astype(object).to_numpy(),
+                                     inv.fillna(0).to_numpy(dtype=np.int64), done.fillna(0).to_numpy(dtype=np.int64),
+                                     (inv.notna() & done.notna()).to_numpy(dtype=bool))
+        is_voided, is_bumped = voided != None, bumped != None    # noqa: E711 (elementwise)
+        cls = _pick(~idempotent | is_voided | is_bumped, "allowed", "violation")
+        why = _pick(~idempotent, "; allowed: a producer without idempotence may retry and reorder",
+                    _pick(is_voided, "; allowed: idempotence voided by " + _str(voided),
+                          _pick(is_bumped, "; allowed by Kafka's rules, idempotence voided by " + _str(bumped),
+                                "; the producer is idempotent, which forbids this")))
+        return cls, why
 
-    def _phantom(self, row, durability, model_reason):
-        return "violation", "; no truncation or election creates a value nobody sent"
+    def _phantom(self, rows, durability, model_reason):
+        return _constant(rows, "violation", "; no truncation or election creates a value nobody sent")
 
-    def _failed_read(self, row, durability, model_reason):
-        return "violation", "; a send the client reported as certainly failed reached the log"
+    def _failed_read(self, rows, durability, model_reason):
+        return _constant(rows, "violation", "; a send the client reported as certainly failed reached the log")
 
-    def _rewritten(self, row, durability, model_reason):
-        if row["kind"] == "offset_mismatch" and durability == "at_risk":
-            return "allowed", f"; allowed: the write at its acked offset was at risk: {model_reason}"
-        t_read = _int(row["t_read_ns"])
-        cause = self.model.rewrite_cause(int(row["partition"]), int(row["offset"]), t_read) \
-            if not pd.isna(row["partition"]) and not pd.isna(row["offset"]) else None
-        if cause:
-            return "allowed", f"; explained by {cause}"
-        return "violation", "; a read (committed) position was rewritten and the model predicts no unclean " \
-                            "election or power loss that could" + self.unpredicted(row["partition"], row["offset"])
+    def _rewritten(self, rows, durability, model_reason):
+        at_risk = (rows["kind"].to_numpy() == "offset_mismatch") & (durability == "at_risk")
+        placed = rows["partition"].notna() & rows["offset"].notna()
+        cause = self.model.rewrite_causes(rows["partition"], rows["offset"], rows["t_read_ns"])
+        cause[~placed.to_numpy(dtype=bool)] = None
+        explained = cause != None    # noqa: E711 (elementwise)
+        cls = _pick(at_risk | explained, "allowed", "violation")
+        why = _pick(at_risk, "; allowed: the write at its acked offset was at risk: " + _str(model_reason),
+                    _pick(explained, "; explained by " + _str(cause),
+                          "; a read (committed) position was rewritten and the model predicts no unclean election or "
+                          "power loss that could" + self.unpredicted(rows)))
+        return cls, why
 
-    def _min_isr_breach(self, row, durability, model_reason):
-        return "violation", "; Kafka rejects acks=all with NOT_ENOUGH_REPLICAS while the ISR is below " \
-                            "min.insync.replicas (Partition.appendRecordsToLeader)"
+    def _min_isr_breach(self, rows, durability, model_reason):
+        return _constant(rows, "violation", "; Kafka rejects acks=all with NOT_ENOUGH_REPLICAS while the ISR is "
+                                            "below min.insync.replicas (Partition.appendRecordsToLeader)")
 
-    def _poll_skip(self, row, durability, model_reason):
+    def _poll_skip(self, rows, durability, model_reason):
         if self.meta.consumer_mode == "assign":
-            return "violation", "; assign mode: nothing may move the position past unread records"
-        return "allowed", "; allowed in subscribe mode: a rebalance may commit past unread records"
+            return _constant(rows, "violation", "; assign mode: nothing may move the position past unread records")
+        return _constant(rows, "allowed", "; allowed in subscribe mode: a rebalance may commit past unread records")
 
-    def _stall(self, row, durability, model_reason):
-        s = self.stalls.get((int(row["partition"]), int(row["t_invoke_ns"])))
-        note = f"; {s.unpredicted_s:.1f} s of it outside the model's predicted unavailability" if s else ""
-        if self.max_stall_s is not None and s and s.seconds > self.max_stall_s:
-            return "violation", note + f"; longer than --max-stall {self.max_stall_s:g} s"
-        return "allowed", note + "; Kafka promises no availability bound (set --max-stall to require one)"
+    def _stall(self, rows, durability, model_reason):
+        cls, why = [], []
+        for p, t in zip(rows["partition"], rows["t_invoke_ns"]):      # one row per stall: a handful
+            s = self.stalls.get((int(p), int(t)))
+            note = f"; {s.unpredicted_s:.1f} s of it outside the model's predicted unavailability" if s else ""
+            if self.max_stall_s is not None and s and s.seconds > self.max_stall_s:
+                cls.append("violation")
+                why.append(note + f"; longer than --max-stall {self.max_stall_s:g} s")
+            else:
+                cls.append("allowed")
+                why.append(note + "; Kafka promises no availability bound (set --max-stall to require one)")
+        return np.array(cls, dtype=object), np.array(why, dtype=object)
+
+
+def _constant(rows: pd.DataFrame, classification: str, why: str):
+    return np.full(len(rows), classification, dtype=object), np.full(len(rows), why, dtype=object)
 
 
 RULE_OF_KIND = {
@@ -190,7 +221,8 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
           observed_losses: list[dict] = (), stalls: list[availability.Stall] = (),
           max_stall_s: float | None = None, client_voids: ClientVoids | None = None) -> pd.DataFrame:
     """The anomalies.parquet rows: instances plus classification, durability and reason. Lost kinds of
-    partitions whose drain did not complete are dropped: their absence from the drain proves nothing."""
+    partitions whose drain did not complete are dropped: their absence from the drain proves nothing. Judged a
+    kind at a time, each rule over all its rows at once (no Python step per instance)."""
     complete = complete or Completeness(meta.partitions)
     out = pd.concat([instances, stall_rows(list(stalls))], ignore_index=True) if stalls else instances.copy()
     if complete.incomplete and len(out):
@@ -207,10 +239,13 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
         model_reason[is_send] = cls["reason"].to_numpy()
     j = Judge(meta, model, complete, observed_losses, stalls, max_stall_s, client_voids)
     reason = np.full(n, "", dtype=object)
-    for i, row in enumerate(out.to_dict("records")):
-        cls_i, why = j.rule(row, durability[i], model_reason[i])
-        classification[i] = cls_i
-        reason[i] = _describe(row) + why
+    kinds = out["kind"].astype(object).to_numpy()
+    for kind in pd.unique(kinds):
+        at = np.nonzero(kinds == kind)[0]
+        rows = out.iloc[at]
+        cls_k, why = j.rule(rows, durability[at], model_reason[at])
+        classification[at] = cls_k
+        reason[at] = (_describe(rows).to_numpy(dtype=object) + np.asarray(why, dtype=object))
     out["classification"] = classification
     out["durability"] = durability
     out["reason"] = reason

@@ -89,26 +89,42 @@ class ModelResult:
         return int(valid.min()) if i >= 0 and len(valid) else None
 
     # -- what the judge asks (checkers.verdict) ----------------------------------------------------------------
+    # Each question is asked of many writes at once (arrays, None or <NA> where a value is unknown), one pass per
+    # loss window; the one-write form is the same question on one row. Several windows may match: the first one in
+    # `risk` gives the reason, as a scan of the windows would.
     def committed_loss_cause(self, partition, t_read_ns, t_ack_ns=None, t_invoke_ns=None) -> str | None:
+        return self.committed_loss_causes([partition], [t_read_ns], [t_ack_ns], [t_invoke_ns])[0]
+
+    def committed_loss_causes(self, partition, t_read_ns, t_ack_ns, t_invoke_ns) -> np.ndarray:
         """Why a committed record (read by a consumer at t_read_ns, appended no later than that) may be gone: a
         risk window of an unclean election or a power loss on its partition that covers its append time, i.e.
         the elected replica lacked the segment it was in. None: Kafka's rules keep it."""
-        t_hi = min(t for t in (t_read_ns, t_ack_ns) if t is not None)
-        t_lo = t_invoke_ns if t_invoke_ns is not None else t_hi - REPLICATION_SLACK_NS
-        for w in self.risk:
-            if w.partition == partition and ("unclean" in w.reason or "power loss" in w.reason) \
-                    and w.start_ns <= t_hi and t_lo <= w.end_ns:
-                return w.reason
-        return None
+        p, _ = _column(partition)
+        (r, has_r), (a, has_a), (i, has_i) = _column(t_read_ns), _column(t_ack_ns), _column(t_invoke_ns)
+        t_hi = np.where(has_r & has_a, np.minimum(r, a), np.where(has_r, r, a))
+        t_lo = np.where(has_i, i, t_hi - REPLICATION_SLACK_NS)
+        return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & (w.start_ns <= t_hi)
+                                  & (t_lo <= w.end_ns) & (has_r | has_a), lambda w: w.reason)
 
-    def _loss_windows(self, partition):
-        """The risk windows of `partition` that a loss event opened (an unclean election, or a power loss that cut
-        the elected log; sim._blame): the only ones that can hold committed records, and the same ones
+    def _loss_windows(self, partition=None) -> list[Window]:
+        """The risk windows (of `partition`, or all) that a loss event opened (an unclean election, or a power loss
+        that cut the elected log; sim._blame): the only ones that can hold committed records, and the same ones
         durability() puts acks=all writes at risk by."""
-        return [w for w in self.risk if w.partition == partition and ("unclean" in w.reason or "power loss" in
-                                                                      w.reason)]
+        return [w for w in self.risk if (partition is None or w.partition == partition) and
+                ("unclean" in w.reason or "power loss" in w.reason)]
+
+    @staticmethod
+    def _first_window(n: int, windows, hit, reason) -> np.ndarray:
+        """Per row, the reason of the first window in `windows` that `hit` it (None where none does)."""
+        out = np.full(n, None, dtype=object)
+        for w in reversed(list(windows)):
+            out[hit(w)] = reason(w)
+        return out
 
     def idempotence_voided(self, partition, t_ns, t_complete_ns=None) -> str | None:
+        return self.idempotence_voided_many([partition], [t_ns], [t_complete_ns])[0]
+
+    def idempotence_voided_many(self, partition, t_ns, t_complete_ns) -> np.ndarray:
         """A duplicate (or reordering) of an idempotent producer's write invoked at t_ns is Kafka's doing only if
         the partition lost the first copy's producer state: the leader dedups a retry against the state it rebuilt
         from its log (ProducerStateManager), so the first copy must have been in a piece a loss event removed.
@@ -116,26 +132,27 @@ class ModelResult:
         producer's delivery timeout (IDEMPOTENCE_HORIZON_NS); a loss window covering that span voids it, as
         durability() would class such a write at risk. A loss elsewhere (a follower's power loss, an unclean
         election whose leader held the write, one minutes later) voids nothing."""
-        t_hi = t_complete_ns if t_complete_ns is not None else t_ns + IDEMPOTENCE_HORIZON_NS
-        for w in self._loss_windows(partition):
-            if w.start_ns <= t_hi and t_ns <= w.end_ns:
-                return f"the predicted {w.reason}"
-        return None
+        (p, has_p), (t, _), (c, has_c) = _column(partition), _column(t_ns), _column(t_complete_ns)
+        t_hi = np.where(has_c, c, t + IDEMPOTENCE_HORIZON_NS)
+        return self._first_window(len(p), self._loss_windows(), lambda w: has_p & (p == w.partition) &
+                                  (w.start_ns <= t_hi) & (t <= w.end_ns), lambda w: f"the predicted {w.reason}")
 
     def rewrite_cause(self, partition, offset, t_read_ns) -> str | None:
+        return self.rewrite_causes([partition], [offset], [t_read_ns])[0]
+
+    def rewrite_causes(self, partition, offset, t_read_ns) -> np.ndarray:
         """A read (committed) position can hold another value later only if the record read there was in a piece a
         loss event removed: a loss window of the partition that began before the first read (the record existed
         then) and, where the high watermark was sampled, when it was not yet above the offset (a piece appended
         from then on has offsets at or above it). A loss whose piece came after the read, or a follower's power
         loss that no elected log inherited, explains nothing."""
-        for w in self._loss_windows(partition):
-            if t_read_ns is not None and w.start_ns > t_read_ns:
-                continue
-            floor = self._hw_before(partition, w.start_ns)
-            if offset is not None and floor is not None and offset < floor:
-                continue
-            return f"the predicted {w.reason}"
-        return None
+        (p, has_p), (o, has_o), (r, has_r) = _column(partition), _column(offset), _column(t_read_ns)
+
+        def hit(w):
+            floor = self._hw_before(w.partition, w.start_ns)
+            below = has_o & (o < floor) if floor is not None else np.zeros(len(p), dtype=bool)
+            return has_p & (p == w.partition) & (~has_r | (w.start_ns <= r)) & ~below
+        return self._first_window(len(p), self._loss_windows(), hit, lambda w: f"the predicted {w.reason}")
 
     def _hw_before(self, partition, t_ns) -> int | None:
         """The high watermark sampled last before t_ns, if within HW_SAMPLE_AGE_NS of it (None: no such sample; an
@@ -199,3 +216,9 @@ class ModelResult:
                 "reordering": "possible" if reorder else "never",
                 "unavailable_windows": [[w.start_ns, w.end_ns, w.partition] for w in self.unavailable]}
 
+
+def _column(values) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, present) of a column of integers that may hold None, NaN or <NA> (missing: 0, not present)."""
+    arr = pd.array(values if isinstance(values, (pd.Series, pd.Index, np.ndarray)) else list(values), dtype="Int64")
+    present = ~np.asarray(arr.isna(), dtype=bool)
+    return np.asarray(arr.fillna(0), dtype=np.int64), present
