@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "kafka_chaos.history.cli",           # history repair
     "kafka_chaos.checkers.cli",          # check
     "kafka_chaos.report.cli",            # report
+    "kafka_chaos.report.index_cli",      # index, serve
     "kafka_chaos.harness.run_cli",       # run, scenarios
     "kafka_chaos.harness.replay",        # replay
     "kafka_chaos.harness.shrink",        # shrink

@@ -15,6 +15,8 @@ PAGES: dict[tuple[str, ...], str] = {
     ("history",): "history.md",
     ("check",): "verdict.md",
     ("report",): "verdict.md",
+    ("index",): "results-index.md",
+    ("serve",): "results-index.md",
     ("scenarios",): "reference/scenarios.md",
     ("run",): "getting-started.md",
     ("replay",): "replay-shrink-soak.md",

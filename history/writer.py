@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from kafka_chaos.base.errors import UsageError
+from kafka_chaos.base.names import child
 from kafka_chaos.history.build import HistorySummary, build_history
 from kafka_chaos.history.journal import CLUSTER_FILE, FAULTS_FILE, EventJournal, write_atomic
 from kafka_chaos.history.layout import META_FILE, RUN_MARKERS
@@ -41,7 +42,8 @@ class HistoryWriter:
 
     @classmethod
     def create(cls, results_root: str | Path, run_id: str, meta: RunMeta | dict, *, overwrite: bool = False):
-        return cls(Path(results_root) / run_id, meta, overwrite=overwrite)
+        """results_root/run_id: the run id one safe segment (base/names.py), the directory inside the root."""
+        return cls(child(results_root, run_id), meta, overwrite=overwrite)
 
     @staticmethod
     def _check_meta(meta: dict) -> None:
