@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_chaos.checkers.eos_graph import WR, WW, describe, find_cycles
 from kafka_chaos.checkers.groups import destructive_cause
@@ -38,10 +40,18 @@ from kafka_chaos.history.eos import EOS_FILE
 
 EOS_KINDS = ("eos_lost", "eos_duplicate", "eos_out_of_order", "eos_offset_ahead", "eos_offset_behind", "g0", "g1a",
              "g1c", "internal", "precommitted_read")
-OUT_RE = r"^(\d+)-(\d+)-[0-9a-f]{8}@(.+)\.(\d+)$"
+OUT_RE = r"^(?P<in_p>\d+)-(?P<in_o>\d+)-[0-9a-f]{8}@(?P<processor>.+)\.(?P<txn>\d+)$"
 COLUMNS = ["kind", "partition", "offset", "value", "producer", "consumer", "t_complete_ns", "t_read_ns",
            "classification", "reason"]
 LIVE_KEY = 1 << 40          # (partition, offset) as one int64: partition * LIVE_KEY + offset
+
+
+def member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """values in sorted_set (sorted, unique), by binary search: no hash table per call."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    i = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[i] == values
 
 
 def read_eos(run_dir: Path | str) -> pd.DataFrame | None:
@@ -52,9 +62,10 @@ def read_eos(run_dir: Path | str) -> pd.DataFrame | None:
 def outputs(reads: pd.DataFrame, txns: pd.DataFrame) -> pd.DataFrame:
     """The reads of outputs, each with its input (in_p, in_o), the transaction that wrote it (`id`, -1: one the
     processor never journaled, killed first) and that transaction's outcome (`open` for those)."""
-    m = reads["value"].str.extract(OUT_RE)
-    out = reads.assign(in_p=pd.to_numeric(m[0]), in_o=pd.to_numeric(m[1]), processor=m[2],
-                       txn=pd.to_numeric(m[3])).dropna(subset=["in_p"])
+    m = pc.extract_regex(pa.array(reads["value"].to_numpy(), pa.string()), OUT_RE)    # RE2, in C++
+    ok = pc.is_valid(m).to_numpy(zero_copy_only=False)
+    out = reads[ok].assign(**{c: pc.drop_null(m).field(c).to_numpy(zero_copy_only=False) for c in
+                              ("in_p", "in_o", "processor", "txn")})
     out = out.astype({"in_p": "int64", "in_o": "int64", "txn": "int64"})
     keyed = txns[["processor", "txn", "outcome", "t_commit_ns"]].assign(id=np.arange(len(txns)))
     out = out.merge(keyed, on=["processor", "txn"], how="left")
@@ -71,6 +82,24 @@ class EosCheck:
         self.kept = self.final[(self.final["outcome"] != "aborted") & ~self.final["in_p"].isin(list(self.incomplete))]
         self.committed = self.txns["outcome"] == "committed"
         self.rows: list[dict] = []
+        self._lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def pairs(self, mask, a: str, b: str, extra: tuple[str, ...] = ()) -> pd.DataFrame:
+        """The aligned list columns a and b of the transactions in `mask`, one row per element: id, a, b (-1 for
+        a null element) and the transactions' `extra` columns. Flattened through Arrow once per column, not
+        exploded row by row."""
+        for col in (a, b):
+            if col not in self._lists:
+                arr = pa.array(self.txns[col].tolist(), pa.list_(pa.int64()))
+                self._lists[col] = (pc.list_parent_indices(arr).to_numpy(),
+                                    pc.fill_null(pc.list_flatten(arr), -1).to_numpy())
+        ids, va = self._lists[a]
+        vb = self._lists[b][1]
+        keep = np.asarray(mask)[ids] if len(ids) else np.zeros(0, dtype=bool)
+        out = pd.DataFrame({"id": ids[keep], a: va[keep], b: vb[keep]})
+        for c in extra:
+            out[c] = self.txns[c].to_numpy()[out["id"].to_numpy()]
+        return out
 
     # ---- helpers ---------------------------------------------------------------------------------------------
     def _name(self, i: int) -> str:
@@ -87,9 +116,8 @@ class EosCheck:
         got = self.meta.get("committed")
         if got:
             return {int(p): int(o) for p, o in got.items() if o is not None}
-        c = self.txns[self.committed]
-        commits = pd.DataFrame({"p": np.concatenate(c["commit_partitions"].to_numpy()) if len(c) else [],
-                                "o": np.concatenate(c["commit_offsets"].to_numpy()) if len(c) else []})
+        commits = self.pairs(self.committed, "commit_partitions", "commit_offsets").rename(
+            columns={"commit_partitions": "p", "commit_offsets": "o"})
         return {int(p): int(o) for p, o in commits.groupby("p")["o"].max().items()}
 
     # ---- exactly once ----------------------------------------------------------------------------------------
@@ -101,12 +129,13 @@ class EosCheck:
             self._add("eos_duplicate", [p], f"input {p}:{o} has {r.n} committed outputs in the final drain "
                       f"({r['first']} ... {r['last']}); the offsets commit atomically with the output (KIP-98)",
                       partition=p, offset=o, value=r["first"], t_read_ns=int(r.t))
-        have = set((copies.index.get_level_values(0) * LIVE_KEY + copies.index.get_level_values(1)).tolist())
+        have = np.unique(copies.index.get_level_values(0).to_numpy(np.int64) * LIVE_KEY +
+                         copies.index.get_level_values(1).to_numpy(np.int64))
         for p, end in sorted(self.ends().items()):
             if p in self.incomplete:
                 continue
             want = np.arange(end, dtype=np.int64) + p * LIVE_KEY
-            lost = want[~np.isin(want, np.fromiter(have, np.int64, len(have)))] - p * LIVE_KEY
+            lost = want[~member(want, have)] - p * LIVE_KEY
             for o in lost.tolist():
                 self._add("eos_lost", [p], f"input {p}:{o} lies below the group's committed offset {end} of its "
                           "partition, yet no committed output of it is in the final drain", partition=p, offset=o)
@@ -137,15 +166,11 @@ class EosCheck:
 
     def offsets_ahead(self) -> None:
         """A committed offset o of partition p with no committed output of input p:o-1 in the final drain."""
-        c = self.txns[self.committed]
-        if not len(c):
-            return
-        cp = c.assign(id=c.index)[["id", "commit_partitions", "commit_offsets"]].explode(
-            ["commit_partitions", "commit_offsets"]).dropna()
+        cp = self.pairs(self.committed, "commit_partitions", "commit_offsets")
         cp = cp[(cp["commit_offsets"] > 0) & ~cp["commit_partitions"].isin(list(self.incomplete))]
         key = cp["commit_partitions"].astype("int64") * LIVE_KEY + cp["commit_offsets"].astype("int64") - 1
-        have = (self.kept["in_p"] * LIVE_KEY + self.kept["in_o"]).to_numpy()
-        for r in cp[~np.isin(key.to_numpy(), have)].itertuples():
+        have = np.unique((self.kept["in_p"] * LIVE_KEY + self.kept["in_o"]).to_numpy(np.int64))
+        for r in cp[~member(key.to_numpy(np.int64), have)].itertuples():
             self._add("eos_offset_ahead", [r.commit_partitions], f"transaction {self._name(r.id)} committed offset "
                       f"{r.commit_offsets} of input partition {r.commit_partitions}, and the final drain holds no "
                       f"committed output of input {r.commit_partitions}:{r.commit_offsets - 1}",
@@ -156,19 +181,13 @@ class EosCheck:
     def _offset_edges(self, live: np.ndarray) -> list[np.ndarray]:
         """ww along each input partition's committed offsets, wr from the writer of the offset a transaction
         started each partition at; G1a and precommitted reads found on the way."""
-        t = self.txns
-        commits = t[live].assign(id=t.index[live])[["id", "processor", "commit_partitions", "commit_offsets",
-                                                    "t_end_ns", "t_commit_ns"]].explode(
-            ["commit_partitions", "commit_offsets"]).dropna(subset=["commit_partitions"])
-        commits = commits.astype({"commit_partitions": "int64", "commit_offsets": "int64"}).sort_values(
-            ["commit_partitions", "commit_offsets", "t_end_ns"], kind="stable")
+        commits = self.pairs(live, "commit_partitions", "commit_offsets", ("processor", "t_end_ns", "t_commit_ns"))
+        commits = commits.sort_values(["commit_partitions", "commit_offsets", "t_end_ns"], kind="stable")
         same = commits["commit_partitions"].to_numpy()[1:] == commits["commit_partitions"].to_numpy()[:-1]
         ids = commits["id"].to_numpy()
         edges = [np.stack([ids[:-1][same], ids[1:][same], np.full(int(same.sum()), WW)])]
-        reads = t.assign(id=t.index)[live][["id", "processor", "read_partitions", "read_offsets", "t_begin_ns"]]
-        reads = reads.explode(["read_partitions", "read_offsets"]).dropna(subset=["read_partitions"])
-        starts = reads.drop_duplicates(["id", "read_partitions"]).astype({"read_partitions": "int64",
-                                                                          "read_offsets": "int64"})
+        reads = self.pairs(live, "read_partitions", "read_offsets", ("processor", "t_begin_ns"))
+        starts = reads.drop_duplicates(["id", "read_partitions"])
         starts = starts[starts["read_offsets"] > 0]
         w = commits.rename(columns={"id": "writer", "processor": "w_processor", "commit_partitions": "read_partitions",
                                     "commit_offsets": "read_offsets"})
@@ -190,9 +209,7 @@ class EosCheck:
 
     def _aborted_starts(self, orphans: pd.DataFrame) -> None:
         t = self.txns
-        ab = t[t["outcome"] == "aborted"]
-        ab = ab.assign(id=ab.index)[["id", "commit_partitions", "commit_offsets"]].explode(
-            ["commit_partitions", "commit_offsets"]).dropna()
+        ab = self.pairs((t["outcome"] == "aborted").to_numpy(), "commit_partitions", "commit_offsets")
         keys = set(zip(ab["commit_partitions"].astype(int), ab["commit_offsets"].astype(int)))
         for r in orphans.itertuples():
             if (r.read_partitions, r.read_offsets) in keys and self.committed.iat[r.id]:
@@ -237,13 +254,12 @@ class EosCheck:
                       t_read_ns=int(g["t_ns"].min()))
 
     def internal(self) -> None:
-        c = self.txns[self.committed]
         for cols, what in ((["read_partitions", "read_offsets"], "read"), (["write_partitions", "write_offsets"],
                                                                           "wrote")):
-            e = c.assign(id=c.index)[["id", *cols]].explode(cols).dropna().reset_index(drop=True)
+            e = self.pairs(self.committed.to_numpy(), *cols)
+            e = e[e[cols[1]] >= 0]
             if not len(e):
                 continue
-            e = e.astype({cols[0]: "int64", cols[1]: "int64"})
             e["step"] = e.groupby(["id", cols[0]])[cols[1]].diff()
             bad = e[(e["step"] > 1) | (e["step"] <= 0)] if what == "read" else e[e["step"] <= 0]
             for (i, p), g in bad.groupby(["id", cols[0]]):
