@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 TXN_ABORTED = "_TXN_ABORTED"
 SLOTS = 4                       # counters per processor: invoked, ok, fail, info (workloads.producer's layout)
+INIT_ATTEMPTS = 10
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,25 @@ class Processor:
         return client_logging(self.spec.client_log, f"{role}-{self.spec.name}")
 
     def _new_producer(self):
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaException, Producer
 
         s = self.spec
-        p = Producer({"bootstrap.servers": s.bootstrap_servers, "acks": "all", "enable.idempotence": True,
-                      "transactional.id": f"{s.transactional_prefix}-{s.slot}", "linger.ms": 5,
-                      "transaction.timeout.ms": s.transaction_timeout_ms, "on_delivery": self._on_delivery}
-                     | self._logging("producer"))
-        p.init_transactions(60)
+        conf = {"bootstrap.servers": s.bootstrap_servers, "acks": "all", "enable.idempotence": True,
+                "transactional.id": f"{s.transactional_prefix}-{s.slot}", "linger.ms": 5,
+                "transaction.timeout.ms": s.transaction_timeout_ms, "on_delivery": self._on_delivery} \
+            | self._logging("producer")
+        p = Producer(conf)
+        for attempt in range(INIT_ATTEMPTS):          # a fault may hold the coordinator away for a while
+            try:
+                p.init_transactions(30)
+                return p
+            except KafkaException as e:
+                log.info("processor %s: init_transactions: %s", s.name, e.args[0])
+                if attempt == INIT_ATTEMPTS - 1:
+                    raise
+                if not e.args[0].retriable():
+                    p = Producer(conf)
+                time.sleep(1)
         return p
 
     def _new_consumer(self):
@@ -134,6 +146,7 @@ class Processor:
                 self.invokes.lines.append(f"{v}\t{m.partition()}\t{m.partition()}\t{time.time_ns()}\n")
                 self.counts[0] += 1
                 p.produce(s.output_topic, v, str(m.partition()), m.partition())
+            p.flush(30)                  # every delivery report of this transaction, served
             p.send_offsets_to_transaction([TopicPartition(s.input_topic, part, off) for part, off in commits],
                                           self.consumer.consumer_group_metadata(), 30)
             t_commit = time.time_ns()
