@@ -45,7 +45,7 @@ def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = 
             continue
         if not near and _preferred_move(e):
             continue
-        if _seen_at_model_election(samples, replays, p, t, leader):
+        if _seen_at_model_election(samples, replays, p, t, leader) or _down_then(model, leader, t):
             continue
         first = _first_samples(samples) if first is None else first      # only once something disagrees
         out.append(_mismatch(e, near, _model_state(model.events, p, t, near, first.get(p))))
@@ -68,6 +68,29 @@ def _seen_at_model_election(samples: pd.DataFrame, replays: list, p: int, t: int
              if x.get("event") == "leader" and _partition(x) == p and _leader_is(x.get("leader"), leader)
              and int(x["t_ns"]) <= t]
     return any(_near(spans, ts) for ts in shown)
+
+
+DOWN_EFFECTS = ("kill", "power_loss", "stop", "damage", "pause")
+
+
+def _down_then(model, broker: int, t: int) -> bool:
+    """KRaft: the broker's process was down (killed, powered off, stopped, paused) at t, so no election at t can
+    have chosen it for longer than the instant of one-at-a-time fencing (controller._fence): a sample naming it the
+    new leader is a stale answer, not an election. The controller elects only an active broker
+    (ReplicationControlManager's isAcceptableLeader is ClusterControlManager.isActive: registered, unfenced), and a
+    dead one is fenced once its session lapses. Seen on 2026-11-27 (leader-power-loss, acks=1, load ~25): broker 1
+    powered off at 10 s and back at 28.6 s, broker 3 elected at its fencing; samples at 24.8-28.6 s named the dead
+    broker 1 leader again with its old ISR [1, 3, 2]."""
+    if getattr(model.config, "zookeeper_mode", False):
+        return False
+    down = False
+    for x in model.events:
+        if int(x["t_ns"]) > t:
+            break
+        action, _, effect = str(x.get("event", "")).partition(" ")
+        if effect in DOWN_EFFECTS and action in ("start", "heal") and broker in (x.get("nodes") or ()):
+            down = action == "start"
+    return down
 
 
 def _leader_is(x, broker: int) -> bool:

@@ -102,3 +102,25 @@ def test_the_same_late_election_never_seen_near_the_models_time_is_a_mismatch():
     samples = flicker_history(first_seen_s=5)       # a flicker before the kill is no sight of the model's election
     (d,) = leader_mismatches(model(KILL_LEADER, samples), samples)
     assert (d["cluster_leader"], d["model_leader"], d["t_ns"]) == (2, 2, T + 30 * S * MS)
+
+
+def stale_dead_leader_history() -> pd.DataFrame:
+    """Leader 1 killed at 10 s, 2 elected at its fencing (~19 s); at 24-28 s a stale broker names 1 leader again,
+    with its old ISR, then the samples show 2 again."""
+    rows = [sample(t, 1, (1, 2, 3)) for t in range(0, 19 * S, 500)] + \
+        [sample(t, 2, (2, 3)) for t in range(19 * S, 24 * S, 500)] + \
+        [sample(t, 1, (1, 2, 3)) for t in range(24 * S, 28 * S, 500)] + \
+        [sample(t, 2, (2, 3)) for t in range(28 * S, 60 * S, 500)]
+    return pd.DataFrame(rows)
+
+
+def test_a_sample_naming_a_dead_broker_the_new_leader_is_a_stale_answer_not_a_mismatch():
+    samples = stale_dead_leader_history()
+    assert leader_mismatches(model(KILL_LEADER, samples), samples) == []
+
+
+def test_the_same_samples_with_broker_1_alive_are_a_mismatch():
+    samples = stale_dead_leader_history()
+    kinds = [(d["cluster_leader"], round((d["t_ns"] - T) / (S * MS))) for d in leader_mismatches(model([], samples),
+                                                                                                   samples)]
+    assert (1, 24) in kinds                     # nothing took 1 down: the cluster really moved leadership back
