@@ -1,4 +1,7 @@
-"""Client process faults: kill -9 a consumer-group member's process; heal starts a replacement.
+"""Client process faults: kill -9 a consumer-group member's process; heal starts a replacement. Or freeze one
+(SIGSTOP, `consumer-pause`; for the processes that offer `pause`, the exactly-once processors): it stops
+heartbeating and its session expires, the group moves its partitions on, and on SIGCONT it finds itself a zombie
+whose open transaction the group's next generation must fence (KIP-447); heal thaws it.
 
 A group member that dies without leaving (no LeaveGroup, no last commit) is what a crashed application looks like
 to Kafka: the coordinator keeps its partitions assigned until its session times out (session.timeout.ms), then
@@ -57,3 +60,23 @@ class ConsumerKill(Fault):
         pid, replacement = procs.kill(victim)
         self._applied([], {"effect": "consumer_kill", "signal": "SIGKILL", "consumer": victim, "pid": pid,
                            "replacement": replacement}, lambda: procs.restart(victim))
+
+
+class ConsumerPause(ConsumerKill):
+    """SIGSTOP one group member's process (drawn by seed); heal sends SIGCONT."""
+
+    name = "consumer-pause"
+    description = "freeze a consumer-group member's process (SIGSTOP, drawn by seed); heal thaws it (SIGCONT)"
+
+    def _start(self, cluster) -> None:
+        procs = self.processes
+        if procs is None or not hasattr(procs, "pause"):
+            raise FaultError("consumer-pause freezes a workload process that can be paused: the exactly-once "
+                             "processors", "use it inside a run with --workload eos")
+        alive = sorted(procs.killable())
+        if not alive:
+            raise FaultError("no consumer-group member is alive to pause now", "run with --workload eos")
+        victim = random.Random(self.seed).choice(alive)
+        pid = procs.pause(victim)
+        self._applied([], {"effect": "consumer_pause", "signal": "SIGSTOP", "consumer": victim, "pid": pid},
+                      lambda: procs.resume(victim))

@@ -15,6 +15,7 @@ EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency", "power_loss", "dam
 EFFECTS += ("slow", "reassign")      # CPU-starved nodes, a moved replica set
 EFFECTS += ("link",)                 # a toxic on links through the link proxy (nemesis/links.py)
 EFFECTS += ("consumer_kill",)        # a consumer-group member's process killed (no node: the model ignores it)
+EFFECTS += ("consumer_pause",)       # a group member's process frozen (SIGSTOP; no node: the model ignores it)
 CLIENT = "client"        # the workload host in a drop pair
 
 

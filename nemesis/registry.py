@@ -185,6 +185,8 @@ _TYPES += [
 _TYPES += [
     FaultType("consumer-kill", consumers.ConsumerKill.description, lambda a: consumers.ConsumerKill(a.seed),
               takes_target=False),
+    FaultType("consumer-pause", consumers.ConsumerPause.description, lambda a: consumers.ConsumerPause(a.seed),
+              takes_target=False),
 ]
 
 REGISTRY: dict[str, FaultType] = {t.name: t for t in _TYPES}

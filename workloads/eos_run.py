@@ -192,6 +192,27 @@ class EosMembers:
             self._replacements[name] = replace(spec, name=f"{slot}-r{self._generation[slot]}")
             return proc.pid, self._replacements[name].name
 
+    def pause(self, name: str) -> int:
+        """SIGSTOP processor `name` (consumer-pause); its pid."""
+        import os
+        import signal
+
+        with self._lock:
+            if name not in self.workload.processors:
+                raise WorkerFailed(f"no processor named {name}", "pick one of " + ", ".join(self.workload.processors))
+            pid = self.workload.processors[name][1].pid
+            os.kill(pid, signal.SIGSTOP)
+            return pid
+
+    def resume(self, name: str) -> None:
+        import os
+        import signal
+
+        with self._lock:
+            entry = self.workload.processors.get(name)
+            if entry is not None and entry[1].is_alive():
+                os.kill(entry[1].pid, signal.SIGCONT)
+
     def restart(self, name: str) -> None:
         with self._lock:
             spec = self._replacements.pop(name, None)
