@@ -176,10 +176,17 @@ class LazyFS:
 
     # -- metadata, straight to the disk -------------------------------------------------------------------------
     def getattr(self, path, fh=None):
-        st = os.fstat(fh) if fh is not None and fh in self.fds else os.lstat(self._p(path))
+        """The disk's attributes with the size the writer sees. Under the cache's lock: a writeback between reading
+        the disk's size and looking for dirty pages would answer the disk's old size for a file now clean, and the
+        kernel, told the file shrank, would end reads there. Seen on 2026-11-27: a broker that no fault touched
+        read its metadata log through a size cut back to before its last writes (KafkaRaftLog.read: "Unexpected
+        EOF while attempting to read the next batch") and halted, during a leader-power-loss run."""
+        with self.cache.lock:
+            st = os.fstat(fh) if fh is not None and fh in self.fds else os.lstat(self._p(path))
+            size = self.cache.size(st.st_ino, st.st_size)
         attrs = {k: getattr(st, k) for k in ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_ino")}
         attrs |= {"st_atime": st.st_atime_ns, "st_mtime": st.st_mtime_ns, "st_ctime": st.st_ctime_ns}
-        attrs["st_size"] = self.cache.size(st.st_ino, st.st_size)
+        attrs["st_size"] = size
         attrs["st_blocks"] = (attrs["st_size"] + 511) // 512
         return attrs
 

@@ -139,3 +139,33 @@ def test_remove_all_and_the_orphan_sweep_leave_no_mount(tmp_path):
         assert not _lazyfs_processes(kept.mnt) and powerfs.runs(tmp_path) == []
     finally:
         powerfs.remove_all(tmp_path)
+
+
+def test_a_writeback_while_getattr_reads_the_disk_never_shows_the_old_size(tmp_path, monkeypatch):
+    """The flusher writing a file back between getattr's look at the disk and its look for dirty pages must not make
+    getattr answer the disk's old size (the kernel would end reads there: a broker halted on it)."""
+    import threading
+
+    from kafka_chaos.cluster import lazyfs
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    fs = LazyFS(str(disk), PageCache(fsync_disk=False))
+    fh = fs.create("/meta.log", 0o644)
+    fs.write("/meta.log", b"m" * 25_289, 0, fh)
+    fs.fsync("/meta.log", 0, fh)
+    fs.write("/meta.log", b"n" * 17, 25_289, fh)                         # dirty: 25,306 bytes for the writer
+    real_fstat = os.fstat
+
+    def fstat_then_writeback(fd):
+        st = real_fstat(fd)
+        if fd == fh:
+            flusher = threading.Thread(target=fs.writeback, args=(0,))
+            flusher.start()
+            flusher.join(0.5)                # with the fix it waits for the lock getattr holds
+        return st
+
+    monkeypatch.setattr(lazyfs.os, "fstat", fstat_then_writeback)
+    assert fs.getattr("/meta.log", fh)["st_size"] == 25_306
+    monkeypatch.setattr(lazyfs.os, "fstat", real_fstat)
+    fs.release("/meta.log", fh)
