@@ -32,7 +32,7 @@ from kafka_chaos.checkers.outputs import write_outputs
 from kafka_chaos.checkers.timings import timed
 from kafka_chaos.checkers.verdict import build_verdict, judge
 from kafka_chaos.checkers.workload_kinds import with_workload_kinds
-from kafka_chaos.history.controller_log import unfence_times
+from kafka_chaos.history.controller_log import fatal_faults, fenced_times, unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
 from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
 from kafka_chaos.history.reader import read_table, sent_with, validate_run
@@ -107,7 +107,10 @@ def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tupl
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
     cfg = ModelConfig.from_meta(meta, *sent_with(present.get("history/sends.parquet")))   # as sent
     unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
-    return run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences), samples
+    model = run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences)
+    if run_dir is not None:         # what the self-check holds the model's fencings against (model.fencings)
+        model.logged_fencings, model.halts = fenced_times(run_dir), fatal_faults(run_dir)
+    return model, samples
 
 
 def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int, int, int]]:

@@ -71,6 +71,41 @@ def fencing_events(run_dir: Path | str) -> list[FencingEvent]:
     return sorted(seen, key=lambda e: (e.t_ns, e.broker, e.event))
 
 
+_NODE = re.compile(r"-b(\d+)\.log$")
+_FATAL = re.compile(r"ERROR Encountered fatal fault: (.*)")
+_HANDLER = re.compile(r"\s*\(org\.apache\.kafka\.server\.fault\.\w+\)$")
+
+
+def fatal_faults(run_dir: Path | str) -> list[tuple[int, int, str]]:
+    """(t_ns, broker, message) for each `Encountered fatal fault` a broker logged (its fault handler halts the
+    process: ProcessTerminatingFaultHandler), with the first line of the cause that follows it. [] without logs."""
+    out = []
+    logs = Path(run_dir) / "logs"
+    for path in sorted(logs.glob("*-b*.log")) if logs.is_dir() else ():
+        node = _NODE.search(path.name)
+        if node is None:
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            hit = _FATAL.search(line)
+            m = _TIME.match(line)
+            if hit and m:
+                t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+                cause = lines[i + 1].strip() if i + 1 < len(lines) and not _TIME.match(lines[i + 1]) else ""
+                out.append((int(t.timestamp()) * 1_000_000_000 + int(m.group(2)) * 1_000_000, int(node.group(1)),
+                            _HANDLER.sub("", hit.group(1)) + (f": {cause}" if cause else "")))
+    return sorted(out)
+
+
+def fenced_times(run_dir: Path | str) -> dict[int, list[int]]:
+    """broker -> the times the controller fenced it for a lapsed session, in order ({} when the logs show none)."""
+    out: dict[int, list[int]] = {}
+    for ev in fencing_events(run_dir):
+        if ev.event == "fenced":
+            out.setdefault(ev.broker, []).append(ev.t_ns)
+    return out
+
+
 def unfence_times(run_dir: Path | str) -> dict[int, list[int]]:
     """broker -> the times the controller granted it unfencing, in order ({} when the logs show none)."""
     out: dict[int, list[int]] = {}

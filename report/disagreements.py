@@ -16,7 +16,8 @@ def disagreement_rows(run: RunData) -> list[dict]:
         t_s = d.get("t_s")
         if t_s is None:
             t_s = (int(d["t_ns"]) - run.start_ns) / 1e9 if d.get("t_ns") is not None else None
-        rows.append({"time": "?" if t_s is None else f"{float(t_s):.1f} s", "partition": d.get("partition"),
+        where = d.get("partition") if d.get("partition") is not None else f"broker {d.get('broker')}"
+        rows.append({"time": "?" if t_s is None else f"{float(t_s):.1f} s", "partition": where,
                      "kind": d.get("kind", "?"), "detail": d.get("detail", ""), **_leader_columns(d)})
     return rows
 

@@ -246,7 +246,9 @@ def model_disagreements(model, samples: pd.DataFrame) -> list[dict]:
     from kafka_chaos.checkers.model.elections import leader_mismatches  # (elections imports this module)
     flagged = {(d["partition"], d["t_ns"]) for d in out if "election" in d["kind"]}    # once per election
     out += [d for d in leader_mismatches(model, samples, events) if (d["partition"], d["t_ns"]) not in flagged]
-    return sorted(out, key=lambda d: (d["t_ns"], d["partition"]))
+    from kafka_chaos.checkers.model.fencings import unpredicted_fencings
+    out += unpredicted_fencings(model)
+    return sorted(out, key=lambda d: (d["t_ns"], -1 if d["partition"] is None else d["partition"]))
 
 
 def unpredicted_losses(disagreements: list[dict]) -> list[dict]:
@@ -257,6 +259,7 @@ def unpredicted_losses(disagreements: list[dict]) -> list[dict]:
 def disagreement_lines(disagreements: list[dict] | None, limit: int = 10) -> list[str]:
     """One line per disagreement for `check`'s output (the first `limit`; verdict.json holds them all)."""
     ds = list(disagreements or [])
-    lines = [f"model disagreement: {d['kind']}, partition {d['partition']}"
+    lines = [f"model disagreement: {d['kind']}, "
+             + (f"partition {d['partition']}" if d.get("partition") is not None else f"broker {d.get('broker')}")
              + (f" at {d['t_s']:.1f} s" if d.get("t_s") is not None else "") + f": {d['detail']}" for d in ds[:limit]]
     return lines + [f"... and {len(ds) - limit} more model disagreements (verdict.json)"] * (len(ds) > limit)

@@ -32,6 +32,9 @@ class ModelResult:
     # into `risk`; a certain prediction (min ISR breached, an unclean election seen) must hold in them too.
     alternatives: list["ModelResult"] = field(default_factory=list)
     shrink_slack_ns: int | None = None     # None: half of replica.lag.time.max.ms (the shrink's 1x-1.5x spread)
+    # The node logs' facts the self-check compares with (checkers.model.fencings), set by checkers.check.model_for:
+    logged_fencings: dict = field(default_factory=dict)    # broker -> the controller's logged fencings (t_ns)
+    halts: list = field(default_factory=list)              # (t_ns, broker, message): fatal faults brokers logged
 
     def possible_events(self) -> list[dict]:
         """The events of every timing the model allows: what Kafka may have done."""

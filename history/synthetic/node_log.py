@@ -20,3 +20,10 @@ def fencing_line(t_ns: int, broker: int, event: str, controller: int = 101) -> s
     t = datetime.fromtimestamp(t_ns // 1_000_000_000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     ms = t_ns // 1_000_000 % 1000
     return f"[{t},{ms:03d}] INFO [QuorumController id={controller}] {_TEXT[event].format(b=broker)}\n"
+
+
+def fatal_fault_lines(t_ns: int, why: str, cause: str) -> str:
+    """A broker's fault handler halting it (ProcessTerminatingFaultHandler), with its cause on the next line."""
+    t = datetime.fromtimestamp(t_ns // 1_000_000_000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return f"[{t},{t_ns // 1_000_000 % 1000:03d}] ERROR Encountered fatal fault: {why} " \
+           f"(org.apache.kafka.server.fault.ProcessTerminatingFaultHandler)\n{cause}\n"
