@@ -41,6 +41,7 @@ class ClusterConfig:
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
     elr: bool | None = None                     # None: the version's default (on for new clusters from 4.1)
+    transaction_version: int | None = None      # the transaction.version feature (4.0+: 2 is KIP-890's); None: default
     metadata: str | None = None                 # kraft | zookeeper; None: KRaft where the release has it
     zookeeper_session_timeout_ms: int | None = None   # ZooKeeper mode's broker session; None: Kafka's default
     log_flush_interval_messages: int | None = None
@@ -64,6 +65,13 @@ class ClusterConfig:
                              "lower --min-isr")
         if self.metadata not in (None, KRAFT, ZOOKEEPER):
             raise UsageError(f"--metadata {self.metadata}: not a metadata mode", "use --metadata kraft or zookeeper")
+        if self.transaction_version not in (None, 0, 1, 2):
+            raise UsageError(f"--transaction-version {self.transaction_version}: Kafka's levels are 0, 1 and 2",
+                             "use --transaction-version 1 or 2")
+        if self.transaction_version is not None and self.kafka_version and \
+                version_tuple(self.kafka_version) < (4, 0, 0):
+            raise UsageError(f"--transaction-version on Kafka {self.kafka_version}: the feature exists from 4.0",
+                             "leave it out, or use a 4.x release")
         if self.kafka_version:
             metadata_mode(self.kafka_version, self.metadata)
         if not self.name.replace("-", "").isalnum():
@@ -127,10 +135,14 @@ def elr_default(version: str) -> bool:
 
 
 def format_args(config: ClusterConfig, version: str) -> str:
-    """Extra `kafka-storage format` flags: the ELR feature level, where the version has ELR (4.0+)."""
-    if config.elr is None or config.zookeeper_mode or version_tuple(version) < (4, 0, 0):
+    """Extra `kafka-storage format` flags: the ELR feature level, where the version has ELR (4.0+), and the
+    transaction.version feature level (4.0+, KIP-1022's --feature)."""
+    if config.zookeeper_mode or version_tuple(version) < (4, 0, 0):
         return ""
-    return f"--feature eligible.leader.replicas.version={1 if config.elr else 0}"
+    flags = [] if config.elr is None else [f"--feature eligible.leader.replicas.version={1 if config.elr else 0}"]
+    if config.transaction_version is not None:
+        flags.append(f"--feature transaction.version={config.transaction_version}")
+    return " ".join(flags)
 
 
 def quorum_voters(controller_ips: dict[int, str]) -> str:

@@ -19,6 +19,7 @@ _FIELDS = {
     "image": ("image", "--image"),
     "subnet": ("subnet", "--subnet"),
     "elr": ("elr", "--elr"),
+    "transaction_version": ("transaction_version", "--transaction-version"),
     "metadata": ("metadata", "--metadata"),
     "replica_lag_ms": ("replica_lag_time_max_ms", "--replica-lag-ms"),
     "session_timeout_ms": ("broker_session_timeout_ms", "--session-timeout-ms"),
@@ -45,6 +46,9 @@ def add_cluster_options(p: argparse.ArgumentParser, defaults: ClusterConfig) -> 
                         "ZooKeeper node, one broker elected controller)")
     p.add_argument("--elr", action=argparse.BooleanOptionalAction, default=None,
                    help="eligible leader replicas (4.0+; default: the version's default)")
+    p.add_argument("--transaction-version", type=int, choices=(0, 1, 2),
+                   help="the transaction.version feature the cluster is formatted with (4.0+; 2: KIP-890's "
+                        "server-side defence, an epoch bump per transaction; default: the release's)")
     p.add_argument("--replica-lag-ms", type=int, help=f"replica.lag.time.max.ms (default {d.replica_lag_time_max_ms})")
     p.add_argument("--session-timeout-ms", type=int,
                    help=f"broker.session.timeout.ms (default {d.broker_session_timeout_ms}); in ZooKeeper mode "
@@ -83,6 +87,7 @@ class ClusterChoice:
     image: str | None = None
     subnet: str | None = None
     elr: bool | None = None
+    transaction_version: int | None = None
     metadata: str | None = None
     replica_lag_ms: int | None = None
     session_timeout_ms: int | None = None

@@ -99,7 +99,8 @@ class EosWorkload(Workload):
             eos={"input_topic": input_topic(cfg.topic), "seed": e.seed, "input_ends": {str(p): n for p, n in
                                                                                         ends.items()},
                  "processors": e.processors, "group": group, "batch": e.batch, "abort_every": e.abort_every,
-                 "transaction_timeout_ms": e.transaction_timeout_ms})
+                 "transaction_timeout_ms": e.transaction_timeout_ms,
+                 "transaction_version": getattr(self.cluster.config, "transaction_version", None)})
         self._started_ns = time.time_ns()
         self.history.update_meta(start_ns=self._started_ns)
         self._sampler = ClusterSampler(self.cluster, cfg.topic, self.history.record_cluster_sample,

@@ -118,3 +118,12 @@ def test_a_metadata_mode_the_release_lacks_is_refused(version, asked, named):
     with pytest.raises(UsageError) as e:
         ClusterConfig(kafka_version=version, metadata=asked).validate()
     assert named in e.value.cause and "--metadata" in e.value.remedy
+
+
+def test_transaction_version_is_a_format_feature_from_4_0():
+    assert cfg.format_args(ClusterConfig(transaction_version=1), "4.3.1") == "--feature transaction.version=1"
+    assert cfg.format_args(ClusterConfig(elr=True, transaction_version=2), "4.3.1") == \
+        "--feature eligible.leader.replicas.version=1 --feature transaction.version=2"
+    assert cfg.format_args(ClusterConfig(transaction_version=2), "3.9.2") == ""
+    with pytest.raises(UsageError, match="from 4.0"):
+        ClusterConfig(transaction_version=2, kafka_version="3.9.2").validate()
