@@ -47,3 +47,13 @@ def test_without_a_fatal_error_it_says_the_log_shows_none(tmp_path):
 def test_the_fencing_of_a_killed_broker_is_the_models_own(tmp_path):
     kill = [fault(10 * S, "start", "kill", [3]), fault(40 * S, "heal", "kill", [3])]
     assert disagreements(run_with_fencing(tmp_path, kill, halt=False)) == []   # session 9 s: fenced at ~19 s
+
+
+def test_a_fencing_of_a_broker_still_fenced_since_it_registered_changes_nothing(tmp_path):
+    """A slow restart: registered (fenced) at 30 s, its new session lapsed before it was ready, fenced again at 37 s
+    ("Ignoring no-op registration change"): not a fencing the model has to make."""
+    kill = [fault(10 * S, "start", "kill", [3]), fault(25 * S, "heal", "kill", [3])]
+    run = run_with_fencing(tmp_path, kill, halt=False)
+    (run / "logs" / "kc-run1-c101.log").write_text("".join(fencing_line(T + t * S * MS, 3, e) for t, e in (
+        (19, "fenced"), (30, "registered"), (37, "fenced"), (45, "unfenced"))))
+    assert disagreements(run) == []
