@@ -117,10 +117,9 @@ class RunOptions:
         steps = self.plan()                      # unknown faults or impossible shapes fail here
         if self.workload not in WORKLOADS:
             raise UsageError(f"--workload {self.workload}: not one of {', '.join(WORKLOADS)}", "use produce or eos")
-        if self.workload == "eos" and (self.client != "librdkafka" or self.transactions or
-                                       self.consumer_mode != "assign"):
-            raise UsageError("--workload eos runs librdkafka processors (transactional by design) and assign-mode "
-                             "live readers", "leave out --client, --transactions and --consumer-mode")
+        if self.workload == "eos" and (self.transactions or self.consumer_mode != "assign"):
+            raise UsageError("--workload eos runs processors (transactional by design) and assign-mode live "
+                             "readers", "leave out --transactions and --consumer-mode")
         if self.consumer_mode != "subscribe" and self.workload != "eos" and \
                 any(s.fault.name == "consumer-kill" for s in steps):
             raise UsageError(f"{self.scenario}: consumer-kill kills a consumer-group member, and this run has no "

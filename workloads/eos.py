@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from kafka_chaos.history.eos import output_value, txn_line
 from kafka_chaos.history.journal import NULL, LineJournal, producer_paths, write_progress, write_sidecar
@@ -54,6 +55,8 @@ class ProcessorSpec:
     flush_interval_s: float = 0.25
     client_log: str | None = None
     ready_timeout_s: float = 60.0
+    client: str = "librdkafka"  # or java (workloads/java/EosProcessor.java)
+    classpath: str = ""         # java: the compiled client's
 
     @property
     def slot(self) -> str:
@@ -61,17 +64,24 @@ class ProcessorSpec:
 
     def profile(self) -> ProducerProfile:
         return ProducerProfile(name=self.name, acks="all", idempotent=True, rate=None, transactional=True,
-                               txn_size=self.batch, abort_every=max(self.abort_every, 1))
+                               txn_size=self.batch, abort_every=max(self.abort_every, 1), client=self.client)
+
+
+def write_sidecars(spec: ProcessorSpec) -> Path:
+    """The processor's sends sidecar and eos sidecar; returns its progress file."""
+    paths = producer_paths(spec.journal_dir, spec.index)
+    write_sidecar(paths["sidecar"], {"kind": "sends", "process": spec.index, "producer": spec.name,
+                                     "acks": "all", "idempotent": True, "profile": spec.profile().to_meta()})
+    write_sidecar(Path(spec.journal_dir) / f"eos-{spec.name}.json", {"kind": "eos", "processor": spec.name,
+                                                                     "process": spec.index})
+    return paths["progress"]
 
 
 class Processor:
     def __init__(self, spec: ProcessorSpec, counters):
         self.spec, self.counters = spec, counters
+        write_sidecars(spec)
         paths = producer_paths(spec.journal_dir, spec.index)
-        write_sidecar(paths["sidecar"], {"kind": "sends", "process": spec.index, "producer": spec.name,
-                                         "acks": "all", "idempotent": True, "profile": spec.profile().to_meta()})
-        write_sidecar(f"{spec.journal_dir}/eos-{spec.name}.json", {"kind": "eos", "processor": spec.name,
-                                                                    "process": spec.index})
         self.invokes = LineJournal(paths["invoke"])
         self.completes = LineJournal(paths["complete"])
         self.txns = LineJournal(f"{spec.journal_dir}/eos-{spec.name}.tsv")

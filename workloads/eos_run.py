@@ -42,6 +42,7 @@ class EosConfig:
     replica_assignment: tuple = ()   # the input topic's, as the output topic's (the model's layout)
     topic_settings: tuple = ()       # (key, value) pairs: the output topic's configs, for the input topic too
     seed: int = 0
+    clients: tuple[str, ...] = ("librdkafka",)    # each runs `processors` processors, all in the one group
 
 
 class EosWorkload(Workload):
@@ -88,14 +89,23 @@ class EosWorkload(Workload):
         ends = self._seed_input(partitions)
         journal, boot = str(self.history.journal_dir), self.cluster.bootstrap_servers
         group = f"kafka-chaos-eos-{self.history.run_id}"
-        specs = [ProcessorSpec(0, f"e{i}", boot, input_topic(cfg.topic), cfg.topic, journal, group,
-                               f"kafka-chaos-{self.history.run_id}", batch=e.batch, abort_every=e.abort_every,
-                               rate=e.rate / e.processors if e.rate else None,
+        java = None
+        if "java" in e.clients:
+            from kafka_chaos.workloads.java_client import build
+
+            java = build(self.cluster.version)
+            (self.history.dir / "logs").mkdir(parents=True, exist_ok=True)
+        n = e.processors * len(e.clients)
+        specs = [ProcessorSpec(0, f"{'je' if c == 'java' else 'e'}{i}", boot, input_topic(cfg.topic), cfg.topic,
+                               journal, group, f"kafka-chaos-{self.history.run_id}", batch=e.batch,
+                               abort_every=e.abort_every, rate=e.rate / n if e.rate else None,
                                transaction_timeout_ms=e.transaction_timeout_ms, flush_interval_s=cfg.flush_interval_s,
-                               client_log=self.client_log) for i in range(e.processors)]
+                               client_log=str(self.history.dir / "logs" / "java-clients.log") if c == "java" else
+                               self.client_log, client=c, classpath=java.classpath if c == "java" else "")
+                 for c in e.clients for i in range(e.processors)]
         self.history.update_meta(
             topic=cfg.topic, consumer_mode="assign", workload="eos",
-            producers=[s.profile().to_meta() for s in specs], clients=self._clients_meta(None),
+            producers=[s.profile().to_meta() for s in specs], clients=self._clients_meta(java),
             eos={"input_topic": input_topic(cfg.topic), "seed": e.seed, "input_ends": {str(p): n for p, n in
                                                                                         ends.items()},
                  "processors": e.processors, "group": group, "batch": e.batch, "abort_every": e.abort_every,
@@ -119,7 +129,11 @@ class EosWorkload(Workload):
         self._next_index += 1
         if spec.index >= MAX_PROCESSES:
             raise WorkerFailed(f"more than {MAX_PROCESSES} processor processes", "run shorter or kill less often")
-        ready, proc = self._spawn(run_processor, spec, self._stop_producers, self._proc_counters, self._producers,
+        if spec.client == "java":
+            from kafka_chaos.workloads.java_client import run_java_processor as target
+        else:
+            target = run_processor
+        ready, proc = self._spawn(target, spec, self._stop_producers, self._proc_counters, self._producers,
                                   f"processor-{spec.name}")
         self.processors[spec.name] = (spec, proc)
         return ready, proc
@@ -184,6 +198,7 @@ class EosMembers:
             if name not in self.workload.processors:
                 raise WorkerFailed(f"no processor named {name}", "pick one of " + ", ".join(self.workload.processors))
             spec, proc = self.workload.processors.pop(name)
+            _signal_jvm(spec, "SIGKILL")
             proc.kill()
             proc.join(10)
             if proc in self.workload._producers:
@@ -201,8 +216,10 @@ class EosMembers:
         with self._lock:
             if name not in self.workload.processors:
                 raise WorkerFailed(f"no processor named {name}", "pick one of " + ", ".join(self.workload.processors))
-            pid = self.workload.processors[name][1].pid
-            os.kill(pid, signal.SIGSTOP)
+            spec, proc = self.workload.processors[name]
+            pid = _signal_jvm(spec, "SIGSTOP") or proc.pid
+            if pid == proc.pid:
+                os.kill(pid, signal.SIGSTOP)
             return pid
 
     def resume(self, name: str) -> None:
@@ -211,7 +228,7 @@ class EosMembers:
 
         with self._lock:
             entry = self.workload.processors.get(name)
-            if entry is not None and entry[1].is_alive():
+            if entry is not None and entry[1].is_alive() and not _signal_jvm(entry[0], "SIGCONT"):
                 os.kill(entry[1].pid, signal.SIGCONT)
 
     def restart(self, name: str) -> None:
@@ -219,3 +236,18 @@ class EosMembers:
             spec = self._replacements.pop(name, None)
             if spec is not None:
                 self.workload._spawn_processor(spec)
+
+
+def _signal_jvm(spec: ProcessorSpec, sig: str) -> int | None:
+    """Send `sig` to a Java processor's JVM (its pid in eos-NAME.pid); its pid, or None for a librdkafka one."""
+    import os
+    import signal
+
+    if spec.client != "java":
+        return None
+    try:
+        pid = int(open(f"{spec.journal_dir}/eos-{spec.name}.pid").read().split()[0])
+        os.kill(pid, getattr(signal, sig))
+        return pid
+    except (OSError, ValueError, IndexError):
+        return None

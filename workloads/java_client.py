@@ -79,7 +79,8 @@ def build(kafka_version: str) -> JavaClient:
     jars = client_jars(kafka_version)
     src = source_file()
     javac = subprocess.run(["javac", "-version"], capture_output=True, text=True).stdout.strip()
-    digest = hashlib.sha256(src.read_bytes())
+    sources = sorted(src.parent.glob("*.java"))      # KafkaChaosClient and EosProcessor, compiled together
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in sources))
     for part in [j.name for j in jars] + [javac]:
         digest.update(part.encode() + b"\0")
     out = cache_dir() / "java-client" / digest.hexdigest()[:16]
@@ -87,7 +88,8 @@ def build(kafka_version: str) -> JavaClient:
         tmp = out.with_name(out.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        proc = subprocess.run(["javac", "-nowarn", "-d", str(tmp), "-cp", ":".join(map(str, jars)), str(src)],
+        proc = subprocess.run(["javac", "-nowarn", "-d", str(tmp), "-cp", ":".join(map(str, jars)),
+                               *map(str, sources)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -188,13 +190,42 @@ def run_java_consumer(spec: JavaConsumerSpec, stop_event, ready_event, counters,
                parent_pid, publish, spec.flush_interval_s, 30)
 
 
+def run_java_processor(spec, stop_event, ready_event, counters, parent_pid: int) -> None:
+    """Process entry point of an exactly-once processor on the Java client (workloads/java/EosProcessor.java; the
+    spec is workloads.eos.ProcessorSpec with `classpath`). The JVM's pid goes to eos-NAME.pid, so a consumer-kill
+    or consumer-pause reaches the JVM itself, not only this wrapper."""
+    from kafka_chaos.workloads.eos import SLOTS, write_sidecars
+
+    detach_from_ctrl_c()
+    progress = write_sidecars(spec)
+    base = spec.index * SLOTS
+
+    def publish():
+        got = read_progress(progress)
+        if got:
+            for k, key in enumerate(("invoked", "ok", "fail", "info")):
+                counters[base + k] = got[key]
+
+    args = [f"{k}={v}" for k, v in {
+        "bootstrap": spec.bootstrap_servers, "input": spec.input_topic, "output": spec.output_topic,
+        "journal": spec.journal_dir, "name": spec.name, "process": spec.index, "group": spec.group_id,
+        "txn_id": f"{spec.transactional_prefix}-{spec.slot}", "batch": spec.batch, "rate": spec.rate or 0,
+        "txn_timeout_ms": spec.transaction_timeout_ms}.items()]
+    _supervise(spec.classpath, args, spec.client_log, f"processor-{spec.name}", stop_event, ready_event,
+               parent_pid, publish, spec.flush_interval_s, 30, main="EosProcessor",
+               pid_file=f"{spec.journal_dir}/eos-{spec.name}.pid")
+
+
 def _supervise(classpath: str, args: list[str], client_log: str | None, name: str, stop_event, ready_event,
-               parent_pid: int, publish, interval_s: float, stop_timeout_s: float) -> None:
+               parent_pid: int, publish, interval_s: float, stop_timeout_s: float, main: str = MAIN_CLASS,
+               pid_file: str | None = None) -> None:
     """Start the JVM, pass its readiness on, publish its progress, and end it: stdin closed, then (if it
     overstays) killed. Its stderr is appended to `client_log` (informative)."""
     err = open(client_log, "a", encoding="utf-8") if client_log else subprocess.DEVNULL
-    proc = subprocess.Popen(["java", *JVM_OPTIONS, "-cp", classpath, MAIN_CLASS, *args], stdin=subprocess.PIPE,
+    proc = subprocess.Popen(["java", *JVM_OPTIONS, "-cp", classpath, main, *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=err, text=True)
+    if pid_file:
+        Path(pid_file).write_text(f"{proc.pid}\n")
     try:
         line = proc.stdout.readline()
         if not line.startswith("ready"):
