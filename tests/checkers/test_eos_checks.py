@@ -90,6 +90,14 @@ def test_starting_at_an_offset_only_an_aborted_transaction_committed_is_g1a(clea
     assert kinds(out)["g1a"] == 2 and set(out.loc[out["kind"] == "g1a", "offset"]) == {11}
 
 
+def test_no_g1a_when_an_unjournaled_transaction_in_the_drain_committed_that_offset(clean):
+    txns, reads, meta = clean
+    i = txn_index(txns, "e2", 5)
+    ab = txns.iloc[[i]].assign(txn=98, outcome="aborted")          # an attempt of the same batch, aborted
+    txns = pd.concat([txns.drop(index=i), ab], ignore_index=True)    # the retry's line never reached the journal
+    assert eos.find(txns, reads, meta).empty
+
+
 def test_a_gap_in_a_transactions_own_reads_is_internal(clean):
     txns, reads, meta = clean
     i = txn_index(txns, "e0", 3)
