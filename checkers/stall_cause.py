@@ -11,8 +11,10 @@ slices of at most a second, and each slice is read off the latest statistics eac
   - messages of the partition expired in the slice          -> delivery.timeout.ms
   - request retries since the previous sample, none in flight -> retry backoff
   - the client's leader is not the cluster's (cluster.parquet) -> stale metadata
-and `unexplained` otherwise ("no client statistics" when the producer emitted none near that time, as for every
-run recorded before the table existed). librdkafka times a produce request out at the first message's remaining
+except that a slice where the cluster's own metadata (cluster.parquet) names no leader is `cluster` too, though
+outside the model's windows (a broker crash it did not know of: its self-check says so); `unexplained` otherwise
+("no client statistics" when the producer emitted none near that time, as for every run recorded before the table
+existed). librdkafka times a produce request out at the first message's remaining
 delivery.timeout.ms, capped by socket.timeout.ms (rd_kafka_ProduceRequest); its request.timeout.ms is only the
 broker's wait for acks. The Java client times a request out at request.timeout.ms (NetworkClient).
 """
@@ -33,6 +35,8 @@ EXPIRED = ("_MSG_TIMED_OUT", "TimeoutException")     # librdkafka's / the Java c
 NO_STATS = "no client statistics"
 NO_WAIT = "the client's statistics show no waiting"
 CLUSTER, CLIENT, UNEXPLAINED = "cluster", "client", "unexplained"
+LEADERLESS = "no leader in the cluster's metadata (the samples), which the model did not predict"
+SAMPLE_FRESH_NS = 5_000_000_000     # a cluster sample older than this says nothing about the slice
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,8 @@ class Explainer:
         return out
 
     def _slice(self, partition: int, a: int, b: int, names: list[str], stall: Stall) -> tuple[str, str]:
+        if self._leaderless(partition, b):
+            return CLUSTER, LEADERLESS
         seen = False
         for name in names:
             cause, why = self._producer_slice(name, partition, a, b, stall)
@@ -240,6 +246,15 @@ class Explainer:
         t = e["t_complete_ns"].to_numpy(dtype=np.int64)
         return bool(((e["producer"].to_numpy() == producer) & (e["partition"].to_numpy() == partition)
                      & (t >= a) & (t < b)).any())
+
+    def _leaderless(self, partition: int, t: int) -> bool:
+        """The cluster's own metadata (the latest sample by t, at most SAMPLE_FRESH_NS old) names no leader: the
+        cluster's time even where the model predicted none (a crash it did not know of: see its disagreements)."""
+        s = self.leaders
+        if s is None or not len(s):
+            return False
+        mine = s[(s["partition"] == partition) & (s["t_ns"] <= t) & (s["t_ns"] >= t - SAMPLE_FRESH_NS)]
+        return bool(len(mine)) and not _known(mine["leader"].iloc[-1])
 
     def _cluster_leader(self, partition: int, t: int) -> int | None:
         s = self.leaders
