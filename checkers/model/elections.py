@@ -45,7 +45,7 @@ def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = 
             continue
         if not near and _preferred_move(e):
             continue
-        if _seen_at_model_election(samples, replays, p, t, leader) or _down_then(model, leader, t):
+        if _seen_at_model_election(samples, replays, p, t, leader) or down_then(model, leader, t):
             continue
         first = _first_samples(samples) if first is None else first      # only once something disagrees
         out.append(_mismatch(e, near, _model_state(model.events, p, t, near, first.get(p))))
@@ -73,7 +73,7 @@ def _seen_at_model_election(samples: pd.DataFrame, replays: list, p: int, t: int
 DOWN_EFFECTS = ("kill", "power_loss", "stop", "damage", "pause")
 
 
-def _down_then(model, broker: int, t: int) -> bool:
+def down_then(model, broker: int, t: int) -> bool:
     """KRaft: the broker's process was down (killed, powered off, stopped, paused) at t, so no election at t can
     have chosen it for longer than the instant of one-at-a-time fencing (controller._fence): a sample naming it the
     new leader is a stale answer, not an election. The controller elects only an active broker

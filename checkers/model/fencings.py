@@ -3,7 +3,9 @@
 The controller logs every fencing for a lapsed session ("Fencing broker N at epoch E because its session has timed
 out", ReplicationControlManager.maybeFenceOneStaleBroker; history/controller_log.py reads it back). Every such
 fencing must be one some replay of the model also made, the same broker within TOLERANCE_NS: a kill, a pause, an
-isolation or a quick restart all lapse a session, and the model fences for each. A fencing no replay made means a
+isolation or a quick restart all lapse a session, and the model fences for each; a broker the fault history had down
+(a clean stop too: the model takes it out at the controlled shutdown, the controller logs the lapse seconds later)
+is the model's already. A fencing no replay made means a
 broker stopped heartbeating for a reason the fault history does not hold (a crash of its own, a stall of the
 machine), so the model believed it up and every prediction after it may be wrong: an `unpredicted_fencing`
 disagreement, naming the broker's own fatal error when its log has one. Like every disagreement it is a finding
@@ -15,6 +17,7 @@ controller fenced it 5 s later, every partition went leaderless for 37 s, and th
 """
 from __future__ import annotations
 
+from kafka_chaos.checkers.model.elections import down_then
 from kafka_chaos.checkers.model.observed import TOLERANCE_NS
 
 HALT_BEFORE_NS = 60_000_000_000       # a fatal error this long before a fencing is named as its likely cause
@@ -28,7 +31,7 @@ def unpredicted_fencings(model) -> list[dict]:
     out = []
     for broker, times in sorted((getattr(model, "logged_fencings", None) or {}).items()):
         for t in times:
-            if any(n == broker and abs(tm - t) <= TOLERANCE_NS for n, tm in fenced):
+            if any(n == broker and abs(tm - t) <= TOLERANCE_NS for n, tm in fenced) or down_then(model, broker, t):
                 continue
             halts = [(th, why) for th, n, why in getattr(model, "halts", ()) or ()
                      if n == broker and t - HALT_BEFORE_NS <= th <= t]

@@ -57,3 +57,12 @@ def test_a_fencing_of_a_broker_still_fenced_since_it_registered_changes_nothing(
     (run / "logs" / "kc-run1-c101.log").write_text("".join(fencing_line(T + t * S * MS, 3, e) for t, e in (
         (19, "fenced"), (30, "registered"), (37, "fenced"), (45, "unfenced"))))
     assert disagreements(run) == []
+
+
+def test_the_session_lapse_of_a_cleanly_stopped_broker_is_the_models_own(tmp_path):
+    """A rolling restart: broker 3 stopped cleanly at 10 s (the model takes it out at its controlled shutdown),
+    the controller logs its session lapsing at 25 s, while it is still down."""
+    stop = [fault(10 * S, "start", "stop", [3]), fault(26 * S, "heal", "stop", [3])]
+    run = run_with_fencing(tmp_path, stop, halt=False)
+    (run / "logs" / "kc-run1-c101.log").write_text(fencing_line(T + 25 * S * MS, 3, "fenced"))
+    assert disagreements(run) == []
