@@ -10,7 +10,7 @@ def register(subparsers) -> None:
         description="Read RESULTS_DIR (or every run under a results root) with PySpark and write verdict.json "
                     "and anomalies.parquet into each.")
     p.add_argument("paths", nargs="+", metavar="RESULTS_DIR", type=str,
-                   help="results directories, or a results root holding them")
+                   help="results directories, or a results root holding them; local, or s3://bucket/prefix")
     p.add_argument("--force", action="store_true", help="overwrite an existing verdict.json")
     p.add_argument("--spark-master", default=None, metavar="URL",
                    help="Spark master (default: KAFKA_CHAOS_SPARK_MASTER, else local[*])")
@@ -44,5 +44,9 @@ def settings_from(args: argparse.Namespace):
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from kafka_chaos.checkers.check import check_many
-    return check_many(args.paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
-                      settings=settings_from(args), as_json=args.json)
+    from kafka_chaos.history.objstore import Staged
+
+    # s3://bucket/prefix: its complete runs staged locally, checked, and what the check wrote uploaded back
+    with Staged(args.paths) as paths:
+        return check_many(paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
+                          settings=settings_from(args), as_json=args.json)

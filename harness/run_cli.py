@@ -49,7 +49,9 @@ def add_workload_options(p) -> None:
                    help="enable.idempotence (default: on for acks=all)")
     p.add_argument("--rate", type=float, default=2000.0, help="sends per second (0: as fast as possible)")
     p.add_argument("--seed", type=int, help="seed of the fault schedule (default: drawn and recorded)")
-    p.add_argument("--results", type=Path, default=Path("results"), help="results root (default results/)")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="results root (default results/); s3://bucket/prefix: journal locally, upload at the end, "
+                        "each run's completion marker last (docs/results-index.md)")
     p.add_argument("--client", choices=("librdkafka", "java", "both"), default="librdkafka",
                    help="the client library that writes and reads live: librdkafka (confluent-kafka), java (Kafka's "
                         "own kafka-clients of the release), or both side by side with the same profile")
@@ -112,6 +114,12 @@ def options_from_args(args):
 def _cmd_run(args) -> int:
     from kafka_chaos.harness.matrix import is_matrix, run_matrix
     from kafka_chaos.harness.runner import run, summary_lines
+    from kafka_chaos.history.objstore import location
+
+    if location(args.results):              # s3://bucket/prefix: a local staging root, uploaded at the end
+        from kafka_chaos.harness.s3_results import run_into_bucket
+
+        return run_into_bucket(args, _cmd_run)
 
     opts = options_from_args(args)
     if is_matrix(args.kafka_version):       # 2.8.2,3.9.2,4.4.0: the version matrix

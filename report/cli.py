@@ -29,6 +29,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if bool(args.results_dir) == bool(args.suite):
         raise UsageError("give either RESULTS_DIR or --suite RESULTS_ROOT",
                          "kafka-chaos report results/<run_id>   or   kafka-chaos report --suite results")
+    from kafka_chaos.history.objstore import location
+
+    if location(args.suite or args.results_dir):     # s3://: staged locally, written, uploaded back
+        from kafka_chaos.report.s3_index import report_in_bucket
+
+        print(report_in_bucket(args.suite or args.results_dir, suite=bool(args.suite), build=not args.no_build))
+        return 0
     if args.suite:
         path = write_suite(args.suite, SuiteOptions(build_reports=not args.no_build))
     elif (Path(args.results_dir) / "soak.json").is_file():

@@ -22,7 +22,8 @@ def register(sub) -> None:
                     "verdict, lost, stalls and a link to each report; filters and sorting; each configuration's "
                     "verdicts over time. Reads only meta.json and verdict.json; reports are not written (`report "
                     "--suite` writes the missing ones, then this page).")
-    index.add_argument("root", metavar="RESULTS_ROOT", help="a directory of results directories (or of suites)")
+    index.add_argument("root", metavar="RESULTS_ROOT", help="a directory of results directories (or of suites), or "
+                                                            "s3://bucket/prefix (index.html written there)")
     index.set_defaults(func=_cmd_index)
     serve = sub.add_parser(
         "serve", help="write the results index and serve RESULTS_ROOT on loopback",
@@ -36,8 +37,14 @@ def register(sub) -> None:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    from kafka_chaos.history.objstore import location
     from kafka_chaos.report.index import write_index
 
+    if location(args.root):
+        from kafka_chaos.report.s3_index import write_s3_index
+
+        print(write_s3_index(location(args.root)))
+        return 0
     print(write_index(_root(args.root)))
     return 0
 

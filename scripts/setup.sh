@@ -57,6 +57,9 @@ fi
 # 2b. For the tests: actionlint, pinned, through the Go module proxy into the cache (once).
 if [ $WANT_TEST = 1 ]; then
   bash "$ROOT/scripts/actionlint.sh" --install >/dev/null || die "could not install actionlint (see above)"
+  # the object-store tests' real S3 server (SeaweedFS, through the Go module proxy; the tests start it on loopback)
+  bash "$ROOT/scripts/seaweedfs.sh" --install >/dev/null \
+    || say "warning: could not build SeaweedFS (see above): the object-store tests will skip"
 fi
 
 # 2c. Toxiproxy, pinned, through the Go module proxy into the cache (once): the link faults' proxy (--link-proxy).
