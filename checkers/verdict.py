@@ -276,7 +276,8 @@ def build_verdict(meta: RunMeta, judged: pd.DataFrame, counts: Counts, model: Mo
     complete = complete or Completeness(meta.partitions)
     available = available or availability.summary([], meta.partitions, None, availability.DEFAULT_THRESHOLD_S,
                                                    None)
-    anomalies = {k: int((judged["kind"] == k).sum()) for k in ANOMALY_KINDS}
+    per_kind = judged["kind"].astype(object).value_counts()
+    anomalies = {k: int(per_kind.get(k, 0)) for k in ANOMALY_KINDS}
     violating = judged[judged["classification"] == "violation"]
     violations = {k: int(v) for k, v in violating["kind"].value_counts().items() if v}
     lost = judged[judged["kind"] == "lost"]
