@@ -70,10 +70,16 @@ class EosWorkload(Workload):
                 bad.append((p, i, msg.offset(), err))
 
         prod = Producer({"bootstrap.servers": self.cluster.bootstrap_servers, "acks": "all",
-                         "enable.idempotence": True, "linger.ms": 20, "on_delivery": report})
+                         "enable.idempotence": True, "linger.ms": 20, "on_delivery": report,
+                         "queue.buffering.max.messages": 1_000_000})
         for i in range(n):
             for p in partitions:
-                prod.produce(topic, input_value(e.seed, p, i), str(p), p)
+                while True:
+                    try:
+                        prod.produce(topic, input_value(e.seed, p, i), str(p), p)
+                        break
+                    except BufferError:           # the queue is full: let deliveries drain it
+                        prod.poll(0.5)
             if i % 1000 == 999:
                 prod.poll(0)
         left = prod.flush(120)
