@@ -107,9 +107,11 @@ def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tupl
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
     cfg = ModelConfig.from_meta(meta, *sent_with(present.get("history/sends.parquet")))   # as sent
     unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
-    model = run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences)
-    if run_dir is not None:         # what the self-check holds the model's fencings against (model.fencings)
-        model.logged_fencings, model.halts = fenced_times(run_dir), fatal_faults(run_dir)
+    fences = fenced_times(run_dir) if run_dir is not None else {}        # ... and fencings
+    model = run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences,
+                      fences=fences)
+    if run_dir is not None:         # what the self-check holds the model's fencings against (checkers.model.fencings)
+        model.logged_fencings, model.halts = fences, fatal_faults(run_dir)
     return model, samples
 
 

@@ -103,13 +103,18 @@ class _Controller(_ZooKeeperMode, _State):
 
         The stalest broker goes first (BrokerHeartbeatManager.findOneStaleBroker); for sessions that lapse
         together (e.g. all heartbeats to an isolated controller) that order is a matter of milliseconds the model
-        cannot know, and it decides which replica is left as the last ISR member. The recorded timing fences by
-        broker id, the late one each partition's leader first."""
+        cannot know, and it decides which replica is left as the last ISR member. The controller's log knows
+        (`Timing.fences`, history/controller_log.py): where it has them, both replays fence in its order. Seen on
+        2026-11-27 (power-loss-all, acks=all, ELR on): brokers 1, 3, 2 fenced at 36.5, 36.5, 36.6 s, so broker 2
+        was partition 2's last ISR member and last known leader, and Kafka elected it when all three came back;
+        fencing by id, the model had kept broker 3. Without logs the recorded timing fences by broker id, the late
+        one each partition's leader first."""
         for n in expired:
             self.fenced[n] = True
             self.events.append({"t_ns": t, "event": "fenced", "node": n})
         for p, part in self.parts.items():
-            order = sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired
+            order = self.timing.fence_order(expired, t) or (
+                sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired)
             first = len(self.events)
             for i, n in enumerate(order):
                 self.fence_pending = set(order[i + 1:])

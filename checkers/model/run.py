@@ -22,7 +22,7 @@ from kafka_chaos.checkers.model.windows import _merge
 
 def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None = None,
               samples: pd.DataFrame | None = None, t_begin: int | None = None, t_end: int | None = None,
-              unfences: dict[int, list[int]] | None = None) -> ModelResult:
+              unfences: dict[int, list[int]] | None = None, fences: dict[int, list[int]] | None = None) -> ModelResult:
     """Replay the faults on the replication state machine and return its predictions.
 
     Two timings are replayed, both within what Kafka allows, and the judgement takes whichever does not invent a
@@ -45,8 +45,9 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     controller unfence a restarted broker at its restart and a reconnected broker act on the metadata log after
     METADATA_CATCHUP_NS; the late one after RESTART_UNFENCE_NS and METADATA_CATCHUP_LATE_NS. A healed follower
     fetches again at the heal in the recorded replay, and only once its stuck fetch gives way in the late one
-    (_Sim._stuck_fetchers). `unfences`, the
-    controller's logged unfence grants per broker (history/controller_log.py), replace the restart bound in both."""
+    (_Sim._stuck_fetchers). `unfences`, the controller's logged unfence grants per broker
+    (history/controller_log.py), replace the restart bound in both, and its logged fencings (`fences`) the order in
+    which brokers whose sessions lapse together are fenced."""
     if isinstance(faults, pd.DataFrame):
         events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
                   .itertuples(index=False)]
@@ -64,12 +65,14 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     if not events:
         return ModelResult(cfg, [], [], [], [], hw)
     grants = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (unfences or {}).items()))
-    early = Timing(unfences=grants)
+    fenced = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (fences or {}).items()))
+    early = Timing(unfences=grants, fences=fenced)
     recorded = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, timing=early)
     slow = replace(cfg, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms * 3 // 2)
     late = _simulate(slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
                      samples, t_begin, t_end, leader_fenced_first=True,
-                     timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants, stuck_fetchers=True))
+                     timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants, fenced,
+                                   stuck_fetchers=True))
     late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
     sims, alternatives = [recorded, late], [late_result]
     if any(e.effect == "slow" or e.effect == "link" and any(a != "client" for a, _ in e.links) for e in events):

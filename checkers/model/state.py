@@ -10,6 +10,8 @@ from kafka_chaos.checkers.model.config import METADATA_CATCHUP_NS, RESTART_UNFEN
 from kafka_chaos.checkers.model.observed import members_key
 from kafka_chaos.checkers.model.windows import Window
 
+FENCE_NEAR_NS = 10_000_000_000     # a logged fencing this close to the model's is the same one
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -19,7 +21,19 @@ class Timing:
     catchup_ns: int = METADATA_CATCHUP_NS     # a reconnected broker acts on the metadata log's news after this
     restart_unfence_ns: int = 0               # a restarted broker is unfenced no sooner than this after it started
     unfences: tuple = ()                      # ((broker, (t_ns, ...)), ...): observed unfence grants
+    fences: tuple = ()                        # ((broker, (t_ns, ...)), ...): the controller's logged fencings
     stuck_fetchers: bool = False              # a healed follower waits on its cut fetch (_Sim._stuck_fetchers)
+
+    def fence_order(self, expired: list[int], t: int) -> list[int] | None:
+        """The order the controller fenced `expired` in, from its log (each broker's logged fencing nearest t, within
+        FENCE_NEAR_NS), or None when the log does not say for every one of them."""
+        near = {}
+        for n in expired:
+            times = [f for f in dict(self.fences).get(n, ()) if abs(f - t) <= FENCE_NEAR_NS]
+            if not times:
+                return None
+            near[n] = min(times, key=lambda f: abs(f - t))
+        return sorted(expired, key=lambda n: (near[n], n))
 
     def ready_after(self, n: int, t: int, thawed: bool = False, down_since: int | None = None) -> int:
         """When broker n, started (or thawed) at t, may be unfenced. A thawed broker kept its registration, so the
