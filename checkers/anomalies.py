@@ -153,9 +153,9 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         narrow_s.unpersist()
         narrow_r.unpersist()
     per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
-    if not narrowed:
+    if sums is None or (unplaced and not narrowed):
         doubles = divergent.double_acked(spark, sends, unplaced)
-    elif len(crowded):
+    elif len(crowded):     # the bucket sums found them: no second pass over every send (an anomaly-dense history)
         doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL)
     else:
         doubles = pd.DataFrame(columns=divergent.AT)
