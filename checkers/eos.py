@@ -90,7 +90,8 @@ class EosCheck:
         exploded row by row."""
         for col in (a, b):
             if col not in self._lists:
-                arr = pa.array(self.txns[col].tolist(), pa.list_(pa.int64()))
+                arr = pa.array(self.txns[col].tolist(), from_pandas=True)     # read back: NaN for nulls
+                arr = arr if arr.type == pa.list_(pa.int64()) else arr.cast(pa.list_(pa.int64()))
                 self._lists[col] = (pc.list_parent_indices(arr).to_numpy(),
                                     pc.fill_null(pc.list_flatten(arr), -1).to_numpy())
         ids, va = self._lists[a]

@@ -31,6 +31,19 @@ def test_a_clean_history_has_no_eos_anomaly(clean):
     assert eos.find(*clean).empty
 
 
+def test_the_table_as_read_back_from_parquet_with_unknown_write_offsets(clean, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kafka_chaos.history.schema import EOS_SCHEMA
+
+    txns, reads, meta = clean
+    ab = txns.iloc[[0]].assign(txn=99, outcome="aborted", write_offsets=[[None, None, None, None]])
+    table = pa.Table.from_pandas(pd.concat([txns, ab], ignore_index=True), schema=EOS_SCHEMA, preserve_index=False)
+    pq.write_table(table, tmp_path / "eos.parquet")
+    assert eos.find(pd.read_parquet(tmp_path / "eos.parquet"), reads, meta).empty
+
+
 def test_a_lost_output_is_eos_lost_alone(clean):
     txns, reads, meta = clean
     gone = reads["value"].str.startswith("0-4-")             # input 0:4, first of its transaction's pair
