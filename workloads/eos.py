@@ -77,6 +77,10 @@ def write_sidecars(spec: ProcessorSpec) -> Path:
     return paths["progress"]
 
 
+class Stopped(Exception):
+    """Told to stop while waiting on the cluster."""
+
+
 class Processor:
     def __init__(self, spec: ProcessorSpec, counters):
         self.spec, self.counters = spec, counters
@@ -91,6 +95,7 @@ class Processor:
         self.txn = 0
         self.assigned_once = False
         self.started = time.time_ns()             # pacing starts once ready
+        self.stopping = lambda: False             # run() makes it ask the stop event and the parent
         self.consumer = self.producer = None
 
     # ---- clients ---------------------------------------------------------------------------------------------
@@ -107,6 +112,8 @@ class Processor:
             | self._logging("producer")
         p = Producer(conf)
         for attempt in range(INIT_ATTEMPTS):          # a fault may hold the coordinator away for a while
+            if self.stopping():
+                raise Stopped()
             try:
                 p.init_transactions(30)
                 return p
@@ -156,6 +163,7 @@ class Processor:
                 self.invokes.lines.append(f"{v}\t{m.partition()}\t{m.partition()}\t{time.time_ns()}\n")
                 self.counts[0] += 1
                 p.produce(s.output_topic, v, str(m.partition()), m.partition())
+            self.invokes.flush()         # on disk before it can commit: a kill after the commit leaves no phantom
             p.flush(30)                  # every delivery report of this transaction, served
             p.send_offsets_to_transaction([TopicPartition(s.input_topic, part, off) for part, off in commits],
                                           self.consumer.consumer_group_metadata(), 30)
@@ -256,6 +264,13 @@ class Processor:
             self.counters[base + k] = self.counts[k]
 
     def run(self, stop_event, ready_event, parent_pid: int) -> None:
+        self.stopping = lambda: should_stop(stop_event, parent_pid)
+        try:
+            self._run(stop_event, ready_event, parent_pid)
+        except Stopped:
+            log.info("processor %s: stopped while waiting on the cluster", self.spec.name)
+
+    def _run(self, stop_event, ready_event, parent_pid: int) -> None:
         s = self.spec
         self.producer = self._new_producer()
         self.consumer = self._new_consumer()

@@ -194,6 +194,7 @@ class EosMembers:
         self._lock = threading.Lock()
         self._replacements: dict[str, ProcessorSpec] = {}
         self._generation: dict[str, int] = {}
+        self._started: list = []                # (ready event, process) of each replacement
 
     def killable(self) -> list[str]:
         with self._lock:
@@ -240,8 +241,8 @@ class EosMembers:
     def restart(self, name: str) -> None:
         with self._lock:
             spec = self._replacements.pop(name, None)
-            if spec is not None:
-                self.workload._spawn_processor(spec)
+            if spec is not None:       # its ready event is kept: a spawned child unpickles it after start()
+                self._started.append(self.workload._spawn_processor(spec))
 
 
 def _signal_jvm(spec: ProcessorSpec, sig: str) -> int | None:

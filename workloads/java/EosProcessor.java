@@ -210,6 +210,7 @@ public final class EosProcessor {
                 invoked++;
                 sent.add(producer.send(new ProducerRecord<>(output, r.partition(), String.valueOf(r.partition()), v)));
             }
+            invokes.flush();              // on disk before it can commit: a kill after the commit leaves no phantom
             producer.flush();
             producer.sendOffsetsToTransaction(commits, consumer.groupMetadata());
             tCommit = nowNs();
