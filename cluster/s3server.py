@@ -94,7 +94,8 @@ def weed_args(workdir: Path, ports: dict[str, int], config: Path) -> list[str]:
     return [str(binary()), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={workdir / 'data'}",
             f"-master.port={ports['master']}", f"-volume.port={ports['volume']}", "-master.volumeSizeLimitMB=64",
             "-volume.max=20", "-filer", f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
-            f"-s3.config={config}", "-master.dir=" + str(workdir / "master")]
+            f"-s3.config={config}", f"-s3.port.iceberg={ports['iceberg']}", f"-s3.port.lance={ports['lance']}",
+            "-master.dir=" + str(workdir / "master")]
 
 
 def start(label: str, access_key: str, secret_key: str, buckets: tuple[str, ...] = (),
@@ -108,7 +109,7 @@ def start(label: str, access_key: str, secret_key: str, buckets: tuple[str, ...]
         {"accessKey": access_key, "secretKey": secret_key}], "actions": ["Admin", "Read", "Write", "List",
                                                                          "Tagging"]}]}))
     config.chmod(0o600)
-    ports = {name: _free_port() for name in ("master", "volume", "filer", "s3")}
+    ports = {name: _free_port() for name in ("master", "volume", "filer", "s3", "iceberg", "lance")}
     sitter = subprocess.Popen([sys.executable, "-m", "kafka_chaos.cluster.s3server", label, str(workdir), "--",
                                *weed_args(workdir, ports, config)],
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -146,6 +147,7 @@ def _make_bucket(server: S3Server, bucket: str, timeout_s: float) -> None:
     from pyarrow import fs
 
     s3 = fs.S3FileSystem(access_key=server.access_key, secret_key=server.secret_key, region="us-east-1",
+                         allow_bucket_creation=True,
                          endpoint_override=server.endpoint.removeprefix("http://"), scheme="http")
     deadline = time.monotonic() + timeout_s
     while True:

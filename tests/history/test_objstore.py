@@ -164,3 +164,33 @@ def test_many_runs_in_a_bucket_are_checked_in_one_spark_job_with_the_local_verdi
         want = {k: v for k, v in json.loads((run / "verdict.json").read_text()).items() if k not in ignore}
         got = json.loads(objstore.read_bytes(s3, run.name, "verdict.json"))
         assert {k: v for k, v in got.items() if k not in ignore} == want
+
+
+def labelled_processes(label: str) -> list[int]:
+    """Processes whose environment carries the server's label (cluster/s3server.py LABEL_ENV)."""
+    from kafka_chaos.cluster.s3server import LABEL_ENV
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"{LABEL_ENV}={label}".encode() in f.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def test_the_server_goes_when_the_process_that_started_it_is_killed_9(server, tmp_path):
+    label = f"kill9-{secrets.token_hex(3)}"
+    code = ("import sys, time; from kafka_chaos.cluster import s3server; "
+            f"s = s3server.start({label!r}, 'kckill', 'secretsecret'); print(s.workdir, flush=True); time.sleep(600)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    workdir = proc.stdout.readline().strip()
+    assert workdir and labelled_processes(label)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while (labelled_processes(label) or os.path.exists(workdir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert labelled_processes(label) == [] and not os.path.exists(workdir)
