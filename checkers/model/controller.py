@@ -81,7 +81,10 @@ class _Controller(_ZooKeeperMode, _State):
         self.unclean_restart[n] = False
 
     def _controlled_shutdown(self, n, t):
+        """A clean stop: the controller moves leadership away and the broker electable no more (in controlled
+        shutdown, then its session lapses: the controller logs that fencing seconds later, while it is down)."""
         self.fenced[n] = True
+        self.events.append({"t_ns": t, "event": "fenced", "node": n, "why": "controlled shutdown"})
         for p, part in self.parts.items():
             if n in part.isr:
                 new = [r for r in part.isr if r != n]

@@ -66,3 +66,12 @@ def test_the_session_lapse_of_a_cleanly_stopped_broker_is_the_models_own(tmp_pat
     run = run_with_fencing(tmp_path, stop, halt=False)
     (run / "logs" / "kc-run1-c101.log").write_text(fencing_line(T + 25 * S * MS, 3, "fenced"))
     assert disagreements(run) == []
+
+
+def test_the_session_lapse_of_a_cleanly_stopped_broker_after_its_restart_began_is_the_models_own(tmp_path):
+    """The restart row comes first (docker start returned), the old session lapses a second later, and the new
+    process registers only 30 s after that: the model has it fenced since its controlled shutdown."""
+    stop = [fault(10 * S, "start", "stop", [3]), fault(20 * S, "heal", "stop", [3])]
+    run = run_with_fencing(tmp_path, stop, halt=False)
+    (run / "logs" / "kc-run1-c101.log").write_text(fencing_line(T + 21 * S * MS, 3, "fenced"))
+    assert disagreements(run) == []
