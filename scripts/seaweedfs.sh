@@ -19,7 +19,7 @@ if [ ! -x "$BIN" ]; then
   tmp=$(mktemp -d "$DIR/build.XXXXXX")
   trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
   src=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$MODULE@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [ -n "$src" ] && [ -d "$src" ] || die "go mod download of $MODULE@$VERSION failed; check access to the Go module proxy"
+  { [ -n "$src" ] && [ -d "$src" ]; } || die "go mod download of $MODULE@$VERSION failed; check access to the Go module proxy"
   cp -r "$src" "$tmp/src" && chmod -R u+w "$tmp/src"
   (cd "$tmp/src" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$tmp/weed" ./weed) >&2 \
     || die "go build of $MODULE/weed $VERSION failed (see above)"
