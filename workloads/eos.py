@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 TXN_ABORTED = "_TXN_ABORTED"
 SLOTS = 4                       # counters per processor: invoked, ok, fail, info (workloads.producer's layout)
 INIT_ATTEMPTS = 10
+FETCH_BYTES = 2048              # per partition and fetch: a few dozen input records
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,11 @@ class Processor:
         c = Consumer({"bootstrap.servers": s.bootstrap_servers, "group.id": s.group_id, "enable.auto.commit": False,
                       "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
                       "isolation.level": "read_committed", "session.timeout.ms": s.session_timeout_ms,
-                      "heartbeat.interval.ms": 1000} | self._logging("consumer"))
+                      "heartbeat.interval.ms": 1000,
+                      # little prefetched per partition, so a backlog of one does not starve the others (seen: a
+                      # processor of partitions 0 and 1 read only 0, its 40k records queued ahead of 1's)
+                      "fetch.message.max.bytes": FETCH_BYTES, "queued.max.messages.kbytes": 16}
+                     | self._logging("consumer"))
         c.subscribe([s.input_topic], on_assign=self._on_assign)
         return c
 

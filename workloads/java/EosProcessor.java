@@ -138,6 +138,7 @@ public final class EosProcessor {
         p.put("session.timeout.ms", "10000");
         p.put("heartbeat.interval.ms", "1000");
         p.put("max.poll.records", String.valueOf(batch));
+        p.put("max.partition.fetch.bytes", "2048");    // a backlog of one partition must not starve the others
         KafkaConsumer<String, String> c = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer());
         c.subscribe(List.of(input), new ConsumerRebalanceListener() {
             public void onPartitionsRevoked(Collection<TopicPartition> parts) { }
