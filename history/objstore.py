@@ -278,6 +278,7 @@ class Staged:
     def __init__(self, paths: list[str]):
         self.paths = [str(p) for p in paths]
         self.runs: list[tuple[S3Root, Path]] = []
+        self.roots: list[tuple[S3Root, Path]] = []     # each location and its local root (a check's verdicts.parquet)
         self.skipped: list[str] = []
         self._dir: Path | None = None
         self._fs = None
@@ -293,7 +294,9 @@ class Staged:
                 continue
             if self._dir is None:
                 self._fs, self._dir = filesystem(), Path(tempfile.mkdtemp(prefix="kafka-chaos-s3-"))
-            root, staged, skipped = stage(url, self._dir / f"{len(self.runs)}", fs=self._fs)
+            where = self._dir / f"{len(self.roots)}"
+            root, staged, skipped = stage(url, where, fs=self._fs)
+            self.roots.append((root, where))
             self.runs += [(root, d) for _, d in staged]
             self.skipped += [f"{root.url}/{s}" for s in skipped]
             local += [str(d) for _, d in staged]
@@ -304,14 +307,21 @@ class Staged:
         out = []
         for root, run_dir in self.runs:
             out += [f"{root.url}/{run_dir.name}/{rel}" for rel in publish(root, run_dir, fs=self._fs)]
+        for root, where in self.roots:           # what was written beside the runs, e.g. the verdicts table
+            for file in sorted(where.iterdir()) if where.is_dir() else ():
+                if file.is_file() and is_run_id(file.name):
+                    write_bytes(root, file.read_bytes(), file.name, fs=self._fs)
+                    out.append(f"{root.url}/{file.name}")
         return out
 
     def __exit__(self, *exc) -> None:
         import shutil
+        import sys
 
         try:
             if self.runs:
-                self.publish()
+                for url in self.publish():
+                    print(f"uploaded: {url}", file=sys.stderr)
         finally:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)

@@ -112,6 +112,7 @@ def test_check_report_and_index_over_s3_match_the_local_verdict_and_leak_no_cred
         objstore.upload_run(run, s3)
     assert main(["check", str(local), "--engine", "pandas"]) == 1
     assert main(["check", s3.url, "--engine", "pandas"]) == 1
+    assert objstore.read_bytes(s3, "verdicts.parquet") is not None     # the table of verdicts beside the runs
     ignore = ("timings", "checker", "run_id")
     want = {k: v for k, v in json.loads((local / "verdict.json").read_text()).items() if k not in ignore}
     for name in ("bad", "bad-2"):
