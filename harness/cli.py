@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "kafka_chaos.checkers.cli",          # check
     "kafka_chaos.report.cli",            # report
     "kafka_chaos.report.index_cli",      # index, serve
+    "kafka_chaos.harness.s3_cli",        # upload
     "kafka_chaos.harness.run_cli",       # run, scenarios
     "kafka_chaos.harness.replay",        # replay
     "kafka_chaos.harness.shrink",        # shrink

@@ -17,6 +17,7 @@ PAGES: dict[tuple[str, ...], str] = {
     ("report",): "verdict.md",
     ("index",): "results-index.md",
     ("serve",): "results-index.md",
+    ("upload",): "results-index.md",
     ("scenarios",): "reference/scenarios.md",
     ("run",): "getting-started.md",
     ("replay",): "replay-shrink-soak.md",

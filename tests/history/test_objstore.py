@@ -195,3 +195,15 @@ def test_the_server_goes_when_the_process_that_started_it_is_killed_9(server, tm
     while (labelled_processes(label) or os.path.exists(workdir)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert labelled_processes(label) == [] and not os.path.exists(workdir)
+
+
+def test_upload_sends_a_root_of_runs_once_and_skips_what_is_complete(s3, tmp_path, capsys):
+    for name in ("u1", "u2"):
+        write_synthetic_run(tmp_path / "root" / name, sends=100, seed=1)
+    assert main(["upload", str(tmp_path / "root"), s3.url]) == 0
+    assert [n for n in objstore.list_names(s3) if objstore.marker(s3, n)] == ["u1", "u2"]
+    capsys.readouterr()
+    assert main(["upload", str(tmp_path / "root"), s3.url]) == 0
+    out = capsys.readouterr().out
+    assert "0 run(s) uploaded" in out and "2 already complete" in out
+    assert main(["upload", str(tmp_path / "root"), str(tmp_path / "not-s3")]) == 2
