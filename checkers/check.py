@@ -107,12 +107,18 @@ def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tupl
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
     cfg = ModelConfig.from_meta(meta, *sent_with(present.get("history/sends.parquet")))   # as sent
     unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
-    fences = fenced_times(run_dir) if run_dir is not None else {}        # ... and fencings
+    fences = _within(fenced_times(run_dir) if run_dir is not None else {}, meta)   # ... and this run's fencings
     model = run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences,
                       fences=fences)
     if run_dir is not None:         # what the self-check holds the model's fencings against (checkers.model.fencings)
         model.logged_fencings, model.halts = fences, fatal_faults(run_dir)
     return model, samples
+
+
+def _within(times: dict[int, list[int]], meta: RunMeta) -> dict[int, list[int]]:
+    """Only the run's own: a cluster kept up across runs (the pytest plugin's, --reuse-cluster) logged earlier ones."""
+    lo, hi = meta.start_ns or 0, meta.end_ns or 2 ** 62
+    return {b: [t for t in ts if lo <= t <= hi] for b, ts in times.items()}
 
 
 def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int, int, int]]:

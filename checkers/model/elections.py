@@ -164,3 +164,30 @@ def _mismatch(e: dict, near: list, state: dict) -> dict:
             "detail": f"the cluster elected broker {leader} leader of partition {p} (after {previous}, {e['how']}); "
                       f"{elected}; the model's candidates: ISR {state['isr']}, ELR {state['elr']}, fenced "
                       f"{state['fenced']}"}
+
+
+def planned_move_risk(samples: pd.DataFrame | None) -> list:
+    """acks=1 risk windows around each preferred-leader election the samples show (module doc: the model does not
+    replay them, as Kafka's controller schedules them itself). The move is clean, so acks=all writes are on the new
+    leader, but an acks=1 write the old leader acknowledged and the new one had not yet fetched is truncated away
+    when the old leader follows (KIP-101): the same acks=1 tail as any leader change, within a follower's fetch
+    delay (REPLICATION_SLACK_NS) before the last sample that still showed the old leader, up to the first that
+    showed the new one. Seen on 2026-11-27 (a cluster kept up across the pytest suite's runs, leader-isolate,
+    acks=1): leadership of partition 0 went back from broker 2 to its preferred replica 1 at ~29 s, ISR [1, 2, 3]
+    throughout, and 12 writes broker 2 acknowledged at 28.5-28.8 s were gone; judged violations until this."""
+    from kafka_chaos.checkers.model.config import REPLICATION_SLACK_NS, TICK_NS
+    from kafka_chaos.checkers.model.windows import Window
+
+    if samples is None or not len(samples):
+        return []
+    out = []
+    for e in observed_events(samples):
+        if e["event"] != "election" or not _preferred_move(e):
+            continue
+        p, t = e["partition"], e["t_ns"]
+        before = samples[(samples["partition"] == p) & (samples["t_ns"] < t)]["t_ns"]
+        start = int(before.max()) if len(before) else t
+        out.append(Window(p, start - REPLICATION_SLACK_NS, t + TICK_NS, ("1",),
+                          f"acks=1 tail of broker {e['previous']} when leadership moved to its preferred replica "
+                          f"{e['leader']} (auto.leader.rebalance.enable), seen in the samples"))
+    return out

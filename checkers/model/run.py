@@ -14,6 +14,7 @@ from kafka_chaos.checkers.model.config import (
     ModelConfig,
     worst_case_onsets,
 )
+from kafka_chaos.checkers.model.elections import planned_move_risk
 from kafka_chaos.checkers.model.result import ModelResult
 from kafka_chaos.checkers.model.sim import _Sim
 from kafka_chaos.checkers.model.state import Timing
@@ -63,7 +64,7 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
             hw[int(p)] = (g["t_ns"].to_numpy(dtype=np.int64),
                           g["high_watermark"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64))
     if not events:
-        return ModelResult(cfg, [], [], [], [], hw)
+        return ModelResult(cfg, _merge(planned_move_risk(samples)), [], [], [], hw)
     grants = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (unfences or {}).items()))
     fenced = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (fences or {}).items()))
     early = Timing(unfences=grants, fences=fenced)
@@ -82,7 +83,8 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
         alternatives.append(ModelResult(cfg, keeping_up.risk, keeping_up.unavailable, keeping_up.truncs,
                                         keeping_up.events, hw))
     unavailable = sorted(_merge([w for s in sims for w in s.unavailable]), key=lambda w: (w.start_ns, w.partition))
-    return ModelResult(cfg, _merge([w for s in sims for w in s.risk]), unavailable,
+    planned = planned_move_risk(samples)         # leader moves Kafka's controller makes by itself, seen in samples
+    return ModelResult(cfg, _merge([w for s in sims for w in s.risk] + planned), unavailable,
                        _merge([w for s in sims for w in s.truncs]), recorded.events, hw, alternatives=alternatives)
 
 
