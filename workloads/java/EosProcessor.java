@@ -33,7 +33,6 @@ import java.util.zip.CRC32;
 
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -137,7 +136,7 @@ public final class EosProcessor {
         p.put("auto.offset.reset", "earliest");
         p.put("session.timeout.ms", "10000");
         p.put("heartbeat.interval.ms", "1000");
-        p.put("max.poll.records", String.valueOf(batch));
+        p.put("max.poll.records", String.valueOf(Math.max(1, batch / 2)));
         p.put("max.partition.fetch.bytes", "2048");    // a backlog of one partition must not starve the others
         KafkaConsumer<String, String> c = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer());
         c.subscribe(List.of(input), new ConsumerRebalanceListener() {
@@ -155,7 +154,7 @@ public final class EosProcessor {
         while (!STOP.get()) {
             long now = nowNs();
             long due = rate > 0 && ready ? (long) ((now - started) * rate / 1e9) - invoked + batch : batch;
-            ConsumerRecords<String, String> recs = due > 0 ? consumer.poll(Duration.ofMillis(100)) : null;
+            List<ConsumerRecord<String, String>> recs = due > 0 ? poll() : null;
             if (due <= 0) Thread.sleep(50);
             if (!ready && (assigned || now - nextFlush > 60_000_000_000L)) {
                 Properties v = new Properties();
@@ -179,6 +178,26 @@ public final class EosProcessor {
         flush();
     }
 
+    // One batch, from every partition held when it can: the partitions of a first poll are paused for a second, so
+    // the others (whose records may queue behind a backlog) get their turn and the transaction spans them.
+    List<ConsumerRecord<String, String>> poll() {
+        List<ConsumerRecord<String, String>> out = new ArrayList<>();
+        consumer.poll(Duration.ofMillis(100)).forEach(out::add);
+        if (out.isEmpty()) return out;
+        java.util.Set<TopicPartition> got = new java.util.HashSet<>();
+        for (ConsumerRecord<String, String> r : out) got.add(new TopicPartition(r.topic(), r.partition()));
+        java.util.Set<TopicPartition> held = consumer.assignment();
+        if (got.containsAll(held)) return out;
+        got.retainAll(held);
+        consumer.pause(got);
+        try {
+            consumer.poll(Duration.ofMillis(100)).forEach(out::add);
+        } finally {
+            consumer.resume(got);
+        }
+        return out;
+    }
+
     void flush() throws IOException {
         invokes.flush();
         completes.flush();
@@ -188,7 +207,7 @@ public final class EosProcessor {
         Files.move(tmp, progress, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
 
-    void transaction(ConsumerRecords<String, String> recs) throws IOException {
+    void transaction(List<ConsumerRecord<String, String>> recs) throws IOException {
         List<String> values = new ArrayList<>();
         List<Future<RecordMetadata>> sent = new ArrayList<>();
         StringBuilder reads = new StringBuilder();
