@@ -31,8 +31,10 @@ SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "fail
 
 
 def _txt(col: pd.Series) -> pd.Series:
-    """A column as the text an f-string gives each value (<NA> where missing), as object strings."""
-    return pd.Series([str(x) for x in col.astype(object)], index=col.index, dtype=object)
+    """A column as the text an f-string gives each value of its records ("None" where missing), as object
+    strings."""
+    return pd.Series(["None" if x is None or x is pd.NA else str(x) for x in col.astype(object)], index=col.index,
+                     dtype=object)
 
 
 def _fmt(col: pd.Series) -> pd.Series:
