@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -121,5 +122,7 @@ def write_index(root: Path | str, overrides: dict[str, tuple[str, str]] | None =
     suites = [(name, f"{quote(name)}/{INDEX_NAME}" if (root / name / INDEX_NAME).is_file() else None)
               for name in suite_names]
     index = root / INDEX_NAME
-    index.write_text(render_index(root.name or str(root), rows, suites, generator), encoding="utf-8")
+    partial = root / f".{INDEX_NAME}.{os.getpid()}.partial"      # a reader (serve, a browser) sees old or new whole
+    partial.write_text(render_index(root.name or str(root), rows, suites, generator), encoding="utf-8")
+    os.replace(partial, index)
     return index
