@@ -29,9 +29,10 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   application", enable.auto.commit "periodically commit offsets in the background"). Records the killed member
   received after its last flush can thus be committed and never journaled: for a crashed application that is
   at-most-once, which auto commit allows. A skip is allowed when the killed member held the partition at the
-  kill, the record lies above everything it journaled of that partition since it was assigned it, and below the
-  committed offset the partition's next owner started from. Manual mode commits only after the journal flush, so
-  a skip across a kill stays a violation there.
+  kill (or had it revoked before, but its own commit of it completed after the revocation and before the kill,
+  covering the record), the record lies above everything it journaled of that partition since it was assigned
+  it, and below the committed offset the partition's next owner started from. Manual mode commits only after
+  the journal flush, so a skip across a kill stays a violation there.
 - `reread_below_commit` (per read): a consumer read a record again below the offset the group had committed for
   that partition when the partition was assigned to it: a new owner starts at the committed offset (Kafka
   documentation, "Consumer position"), never before it. Same exception.
@@ -127,12 +128,26 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
         "t_ns", kind="stable")
     for k in kills.itertuples(index=False):
         before = mine[(mine["consumer"] == k.consumer) & (mine["t_ns"] <= k.t_ns)]
-        if before.empty or before["event"].iloc[-1] != "assigned":
-            continue                                   # the killed member did not hold p at the kill
+        if before.empty:
+            continue
+        held_until = k.t_ns
+        if before["event"].iloc[-1] != "assigned":
+            # revoked before the kill: still its records if its own commit of p, after the revocation and before
+            # the kill, covered them (librdkafka commits the stored offsets on revoke, and the answer may come a
+            # second later: seen on 2026-11-27, c0 revoked from partition 1 at 5.22 s, its commit of 19795 at
+            # 6.24 s, killed at 6.36 s, having journaled up to 19294)
+            held_until = int(before["t_ns"].iloc[-1])
+            late = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
+                         & (group["t_ns"] > held_until) & (group["t_ns"] <= k.t_ns) & group["error"].isna()]
+            if late.empty or not (late["offset"].max() > off):
+                continue                               # the killed member neither held nor committed p then
+            before = before[before["t_ns"] < held_until]
+            if before.empty or before["event"].iloc[-1] != "assigned":
+                continue
         since, start = int(before["t_ns"].iloc[-1]), before["offset"].iloc[-1]
         got = live[(live["consumer"] == k.consumer) & (live["partition"] == p) & (live["t_ns"] >= since)]
         low = int(got["offset"].max()) if len(got) else (int(start) - 1 if pd.notna(start) else -1)
-        after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > k.t_ns)]     # the next owner, first
+        after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > held_until)]     # the next owner, first
         if after.empty or pd.isna(after["offset"].iloc[0]) or not low < off < int(after["offset"].iloc[0]):
             continue                                   # (its starting offset unknown: nothing can be excused)
         return (f"consumer {k.consumer} was killed holding partition {p}, having journaled it up to offset {low}; "
