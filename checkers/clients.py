@@ -18,7 +18,8 @@ from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ACKED
 
 DEFAULT_CLIENT = "librdkafka"      # runs before the `client` key were all librdkafka's
-SEND_COLUMNS = ["producer", "acks", "value", "partition", "outcome", "t_invoke_ns", "t_complete_ns"]
+SEND_COLUMNS = ["producer", "acks", "partition", "outcome", "t_invoke_ns", "t_complete_ns"]
+COUNTED = ("lost", "duplicate", "nonmonotonic_send")     # the judged kinds the table counts per client
 
 
 def producer_clients(meta: RunMeta) -> dict[str, str]:
@@ -40,14 +41,17 @@ def compare(sends: pd.DataFrame, judged: pd.DataFrame, meta: RunMeta, predicted:
     the run's stall attribution, applied to each client's stalls with that client's own statistics."""
     by_producer = producer_clients(meta)
     clients_meta = meta.extra.get("clients") or {}
-    client_of = sends["producer"].map(lambda p: by_producer.get(str(p), DEFAULT_CLIENT))
-    value_client = pd.Series(client_of.to_numpy(), index=sends["value"].to_numpy())
-    value_client = value_client[~value_client.index.duplicated()]
+    client_of = sends["producer"].map({p: by_producer.get(str(p), DEFAULT_CLIENT) for p in sends["producer"].unique()})
+    # the rows counted here (lost, duplicate, nonmonotonic_send) carry their send's producer: the client is the
+    # producer's, looked up once per producer, not once per value through an index of every send's value
+    counted = judged[judged["kind"].isin(COUNTED)] if len(judged) else judged
+    row_client = counted["producer"].map({p: by_producer.get(str(p), DEFAULT_CLIENT)
+                                          for p in counted["producer"].dropna().unique()}) if len(counted) else None
     out: dict[str, dict] = {}
     for client in sorted(set(client_of)):
         mine = sends[client_of == client]
         acked = mine[(mine["outcome"] == "ok") & mine["acks"].isin(ACKED)]
-        rows = judged[judged["value"].map(value_client) == client] if len(judged) else judged
+        rows = counted[(row_client == client).fillna(False).to_numpy(dtype=bool)] if len(counted) else counted
         lost = rows[rows["kind"] == "lost"] if len(rows) else rows
         found = availability.stalls(*availability.reference_buckets(mine), predicted, threshold_s, meta.end_ns)
         info = clients_meta.get(client) or {}
