@@ -1,0 +1,75 @@
+"""Spark reading s3a:// paths: the jars matched to pyspark's Hadoop, from Maven Central, and the settings that take
+the endpoint and credentials from the standard AWS chain. The groundwork for checking a bucket without staging it:
+`check s3://` does not use it yet (it stages runs through the driver, history/objstore.py), but the jar set and the
+settings are pinned and tested against the real local server (tests/history/test_objstore_s3a.py).
+
+pyspark 4.x ships Hadoop 3.5.0's client jars; hadoop-aws 3.5.0 compiles against the AWS SDK v2 bundle 2.35.4 and the
+S3 analytics accelerator 1.3.1 (hadoop-project 3.5.0's pom), so those are the versions to fetch, not the newest.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from kafka_chaos.base.errors import EnvironmentProblem
+
+HADOOP_VERSION = "3.5.0"          # pyspark's jars/hadoop-client-api-3.5.0.jar
+S3A_JARS = (
+    f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",
+    "software.amazon.awssdk:bundle:2.35.4",
+    "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3:1.3.1",
+)
+
+
+def pyspark_hadoop_version() -> str | None:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    found = sorted(jars.glob("hadoop-client-api-*.jar"))
+    return found[0].stem.removeprefix("hadoop-client-api-") if found else None
+
+
+def jar_path(coordinate: str) -> Path:
+    group, artifact, version = coordinate.split(":")
+    return Path.home() / ".m2" / "repository" / Path(*group.split(".")) / artifact / version / \
+        f"{artifact}-{version}.jar"
+
+
+def resolve_jars() -> list[Path]:
+    """The three jars in the local Maven repository, fetched from Maven Central if missing (the bundle is ~650 MB,
+    once)."""
+    if pyspark_hadoop_version() not in (None, HADOOP_VERSION):
+        raise EnvironmentProblem(f"pyspark ships Hadoop {pyspark_hadoop_version()}, the s3a jars are pinned to "
+                                 f"{HADOOP_VERSION}", "update checkers/s3a.py's versions to that Hadoop's pom")
+    paths = []
+    for coordinate in S3A_JARS:
+        path = jar_path(coordinate)
+        if not path.is_file():
+            if not shutil.which("mvn"):
+                raise EnvironmentProblem("Maven is missing (it fetches the s3a jars)", "bash scripts/setup.sh")
+            done = subprocess.run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={coordinate}",
+                                   "-Dtransitive=false"], capture_output=True, text=True)
+            if done.returncode != 0 or not path.is_file():
+                raise EnvironmentProblem(f"could not fetch {coordinate} from Maven Central: "
+                                         f"{(done.stdout + done.stderr).strip()[-300:]}",
+                                         "check access to Maven Central and retry")
+        paths.append(path)
+    return paths
+
+
+def s3a_conf() -> dict[str, str]:
+    """Spark settings for s3a://: the AWS SDK's default chain for credentials (environment, profile, role: never a
+    key in the settings), the endpoint and region from AWS_ENDPOINT_URL[_S3] and AWS_REGION (path-style for a
+    server that is not AWS)."""
+    conf = {"spark.jars": ",".join(map(str, resolve_jars())),
+            "spark.hadoop.fs.s3a.aws.credentials.provider":
+                "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+            "spark.hadoop.fs.s3a.endpoint.region": os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        conf.update({"spark.hadoop.fs.s3a.endpoint": endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
+                     "spark.hadoop.fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https")).lower()})
+    return conf
