@@ -122,3 +122,9 @@ def test_serve_answers_on_loopback_with_the_index_and_the_reports_and_nothing_ou
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(f"{served}{path}")
         assert e.value.code == 404
+
+
+def test_a_root_of_suites_only_says_so(tmp_path):
+    write_run(tmp_path / "night-1" / "a")
+    text = visible_text(write_index(tmp_path).read_text())
+    assert "1 run in 1 suite ·" in text and "the root" not in text.split("·")[0]
