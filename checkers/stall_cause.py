@@ -138,6 +138,7 @@ class Explainer:
     leaders: pd.DataFrame | None = None
     expired: pd.DataFrame | None = None
     _series: dict[str, _Series] = field(default_factory=dict, init=False)
+    _samples: dict | None = field(default=None, init=False)      # partition -> (times, leaders), built on first use
 
     def __post_init__(self):
         if self.stats is not None and len(self.stats):
@@ -250,21 +251,23 @@ class Explainer:
     def _leaderless(self, partition: int, t: int) -> bool:
         """The cluster's own metadata (the latest sample by t, at most SAMPLE_FRESH_NS old) names no leader: the
         cluster's time even where the model predicted none (a crash it did not know of: see its disagreements)."""
-        s = self.leaders
-        if s is None or not len(s):
-            return False
-        mine = s[(s["partition"] == partition) & (s["t_ns"] <= t) & (s["t_ns"] >= t - SAMPLE_FRESH_NS)]
-        return bool(len(mine)) and not _known(mine["leader"].iloc[-1])
+        i, times, leaders = self._sample_at(partition, t)
+        return i >= 0 and times[i] >= t - SAMPLE_FRESH_NS and not _known(leaders[i])
+
+    def _sample_at(self, partition: int, t: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """(index of the partition's latest sample at or before t, or -1; its sample times; its leaders), by binary
+        search over arrays built once per partition (a stall is judged slice by slice)."""
+        if self._samples is None:
+            s = self.leaders
+            self._samples = {} if s is None or not len(s) else {
+                int(p): (g["t_ns"].to_numpy(dtype=np.int64), g["leader"].to_numpy(dtype=object))
+                for p, g in s.groupby("partition", sort=False)}
+        times, leaders = self._samples.get(int(partition), (np.empty(0, dtype=np.int64), np.empty(0, dtype=object)))
+        return int(np.searchsorted(times, t, side="right")) - 1, times, leaders
 
     def _cluster_leader(self, partition: int, t: int) -> int | None:
-        s = self.leaders
-        if s is None or not len(s):
-            return None
-        mine = s[(s["partition"] == partition) & (s["t_ns"] <= t)]
-        if not len(mine):
-            return None
-        leader = mine["leader"].iloc[-1]
-        return int(leader) if _known(leader) else None
+        i, _, leaders = self._sample_at(partition, t)
+        return int(leaders[i]) if i >= 0 and _known(leaders[i]) else None
 
 
 def _joined(pieces: list[list]) -> list[list]:

@@ -131,15 +131,17 @@ def test_a_client_sending_to_a_broker_the_cluster_no_longer_leads_with_is_stale_
 def test_a_leader_the_clusters_own_metadata_lacks_is_the_clusters_time_though_the_model_predicted_none():
     """As in a real leader-power-loss run: a broker crashed on its own, the partition had no leader for seconds,
     the model knew nothing of it; the client then sees the leader unknown, but the time is the cluster's."""
+    from dataclasses import replace
+
     import pandas as pd
     docs = [(t, stats_doc(t, False, leader0=None)) for t in range(12)]
     ex = explainer([], docs)
-    ex.leaders = pd.DataFrame({"t_ns": [T + t * S for t in range(12)], "partition": [0] * 12,
-                               "leader": [1.0] * 4 + [float("nan")] * 8})     # no leader from 4 s
+    ex = replace(ex, leaders=pd.DataFrame({"t_ns": [T + t * S for t in range(12)], "partition": [0] * 12,
+                                           "leader": [1.0] * 4 + [float("nan")] * 8}))     # no leader from 4 s
     got = ex.explain(Stall(0, T + 2 * S, T + 8 * S, 0))
     assert (got["cluster_s"], got["client_s"]) == (5.0, 1.0)       # each slice read at its end: 3-8 s the cluster's
     assert got["causes"][1]["mechanism"].startswith("no leader in the cluster's metadata")
-    ex.leaders = pd.DataFrame({"t_ns": [T], "partition": [0], "leader": [float("nan")]})   # an old sample says nothing
+    ex = replace(ex, leaders=pd.DataFrame({"t_ns": [T], "partition": [0], "leader": [float("nan")]}))   # too old
     assert ex.explain(Stall(0, T + 6 * S, T + 8 * S, 0))["cluster_s"] == 0.0
 
 
