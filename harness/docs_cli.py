@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from kafka_chaos.base.errors import EnvironmentProblem, UsageError
+from kafka_chaos.base.serving import serve_until_interrupted
 
 HOST = "127.0.0.1"
 
@@ -67,14 +68,7 @@ def _cmd_docs(args) -> int:
         except OSError as e:
             raise EnvironmentProblem(f"cannot listen on {HOST}:{args.port}: {e.strerror}",
                                      "pick a free port with --port") from None
-        print(f"serving the documentation at http://{HOST}:{server.server_port}/ (Ctrl-C stops)", flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-    return 0
+        return serve_until_interrupted(server, "the documentation")
 
 
 def _built(done: subprocess.CompletedProcess) -> None:

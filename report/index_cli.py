@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from kafka_chaos.base.errors import UsageError
+from kafka_chaos.base.serving import serve_until_interrupted
 
 log = logging.getLogger(__name__)
 DEFAULT_PORT = 8080
@@ -88,12 +89,4 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except OSError as e:
         raise UsageError(f"cannot listen on 127.0.0.1:{args.port}: {e.strerror}",
                          "pick another port with --port (0 picks a free one)") from None
-    host, port = server.server_address[:2]
-    print(f"serving {root} at http://{host}:{port}/ (Ctrl-C stops)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve_until_interrupted(server, str(root))
