@@ -23,7 +23,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kafka_chaos.checkers.model.observed import TOLERANCE_NS, _members, _near, _partitions, _span, observed_events
+from kafka_chaos.checkers.model.observed import (
+    TOLERANCE_NS,
+    _elections,
+    _members,
+    _near,
+    _partitions,
+    _rows,
+    _span,
+    observed_events,
+)
 
 REPLAYS = ("recorded", "late", "keeping up")         # run_model's timings, in the order of [model, *alternatives]
 
@@ -181,8 +190,9 @@ def planned_move_risk(samples: pd.DataFrame | None) -> list:
     if samples is None or not len(samples):
         return []
     out = []
-    for e in observed_events(samples):
-        if e["event"] != "election" or not _preferred_move(e):
+    elected = [e for p, g in _partitions(samples) for e in _elections(p, _rows(g))]    # no high watermarks needed
+    for e in elected:
+        if not _preferred_move(e):
             continue
         p, t = e["partition"], e["t_ns"]
         before = samples[(samples["partition"] == p) & (samples["t_ns"] < t)]["t_ns"]
