@@ -175,15 +175,7 @@ class EosWorkload(Workload):
     def stats(self) -> LiveStats:
         c = self._proc_counters
         sums = [sum(c[i * SLOTS + k] for i in range(self._next_index)) for k in range(SLOTS)]
-        now = time.monotonic()
-        last_t, last_sends = self._last
-        rate = (sums[0] - last_sends) / (now - last_t) if now > last_t else 0.0
-        self._last = (now, sums[0])
-        elapsed = (time.time_ns() - self._started_ns) / 1e9 if self._started_ns else 0.0
-        alive = sum(p.is_alive() for p in self._producers + self._consumers)
-        return LiveStats(sends=sums[0], ok=sums[1], fail=sums[2], info=sums[3],
-                         reads=sum(self._read_counters[:self._n_consumers]), sends_per_s=rate, elapsed_s=elapsed,
-                         workers_alive=alive)
+        return self._live_stats(sums, sum(self._read_counters[:self._n_consumers]))
 
 
 class EosMembers:

@@ -325,12 +325,15 @@ class Workload:
     def stats(self) -> LiveStats:
         c, n = self._send_counters, len(self.config.producers)
         sums = [sum(c[i * COUNTER_SLOTS + k] for i in range(n)) for k in (INVOKED, SENT_OK, SENT_FAIL, SENT_INFO)]
+        return self._live_stats(sums, sum(self._read_counters[:self._n_consumers]) + self._retired_reads)
+
+    def _live_stats(self, sums: list[int], reads: int) -> LiveStats:
+        """The display's line from (invoked, ok, fail, info) sums: the send rate since the last call, elapsed time."""
         now = time.monotonic()
         last_t, last_sends = self._last
         rate = (sums[0] - last_sends) / (now - last_t) if now > last_t else 0.0
         self._last = (now, sums[0])
         elapsed = (time.time_ns() - self._started_ns) / 1e9 if self._started_ns else 0.0
         alive = sum(p.is_alive() for p in self._producers + self._consumers)
-        return LiveStats(sends=sums[0], ok=sums[1], fail=sums[2], info=sums[3],
-                         reads=sum(self._read_counters[:self._n_consumers]) + self._retired_reads,
-                         sends_per_s=rate, elapsed_s=elapsed, workers_alive=alive)
+        return LiveStats(sends=sums[0], ok=sums[1], fail=sums[2], info=sums[3], reads=reads, sends_per_s=rate,
+                         elapsed_s=elapsed, workers_alive=alive)
