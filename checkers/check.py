@@ -32,7 +32,7 @@ from kafka_chaos.checkers.outputs import write_outputs
 from kafka_chaos.checkers.timings import timed
 from kafka_chaos.checkers.verdict import build_verdict, judge
 from kafka_chaos.checkers.workload_kinds import with_workload_kinds
-from kafka_chaos.history.controller_log import fatal_faults, fenced_times, unfence_times
+from kafka_chaos.history.controller_log import fatal_faults, fenced_times, fencing_events, unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
 from kafka_chaos.history.meta import HistoryError, RunMeta, load_meta
 from kafka_chaos.history.reader import read_table, sent_with, validate_run
@@ -106,8 +106,9 @@ def model_for(present: dict, meta: RunMeta, run_dir: Path | None = None) -> tupl
     faults = read_table(present.get("history/faults.parquet"), FAULTS_SCHEMA)
     samples = read_table(present.get("history/cluster.parquet"), CLUSTER_SCHEMA)
     cfg = ModelConfig.from_meta(meta, *sent_with(present.get("history/sends.parquet")))   # as sent
-    unfences = unfence_times(run_dir) if run_dir is not None else {}     # the controller's logged grants
-    fences = _within(fenced_times(run_dir) if run_dir is not None else {}, meta)   # ... and this run's fencings
+    logged = fencing_events(run_dir) if run_dir is not None else []      # the node logs, read once
+    unfences = unfence_times(run_dir, logged)                             # the controller's logged grants
+    fences = _within(fenced_times(run_dir, logged), meta)                 # ... and this run's fencings
     model = run_model(cfg, faults, samples, t_begin=meta.start_ns, t_end=meta.end_ns, unfences=unfences,
                       fences=fences)
     if run_dir is not None:         # what the self-check holds the model's fencings against (checkers.model.fencings)

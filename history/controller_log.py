@@ -97,7 +97,7 @@ def fatal_faults(run_dir: Path | str) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
-def fenced_times(run_dir: Path | str) -> dict[int, list[int]]:
+def fenced_times(run_dir: Path | str, events: list[FencingEvent] | None = None) -> dict[int, list[int]]:
     """broker -> the times the controller fenced it for a lapsed session while it was unfenced, in order ({} when
     the logs show none). The controller also logs a fencing for a broker that registered and was still fenced, whose
     session lapsed while it was starting up ("Fencing broker N", then "Ignoring no-op registration change"): that
@@ -105,17 +105,18 @@ def fenced_times(run_dir: Path | str) -> dict[int, list[int]]:
     """
     out: dict[int, list[int]] = {}
     active: dict[int, bool] = {}
-    for ev in fencing_events(run_dir):
+    for ev in fencing_events(run_dir) if events is None else events:
         if ev.event == "fenced" and active.get(ev.broker, True):
             out.setdefault(ev.broker, []).append(ev.t_ns)
         active[ev.broker] = ev.event == "unfenced"
     return out
 
 
-def unfence_times(run_dir: Path | str) -> dict[int, list[int]]:
-    """broker -> the times the controller granted it unfencing, in order ({} when the logs show none)."""
+def unfence_times(run_dir: Path | str, events: list[FencingEvent] | None = None) -> dict[int, list[int]]:
+    """broker -> the times the controller granted it unfencing, in order ({} when the logs show none). events:
+    fencing_events(run_dir), if already read."""
     out: dict[int, list[int]] = {}
-    for ev in fencing_events(run_dir):
+    for ev in fencing_events(run_dir) if events is None else events:
         if ev.event == "unfenced":
             out.setdefault(ev.broker, []).append(ev.t_ns)
     return out

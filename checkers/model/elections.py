@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kafka_chaos.checkers.model.config import REPLICATION_SLACK_NS, TICK_NS
 from kafka_chaos.checkers.model.observed import (
     TOLERANCE_NS,
     _elections,
@@ -33,6 +34,7 @@ from kafka_chaos.checkers.model.observed import (
     _span,
     observed_events,
 )
+from kafka_chaos.checkers.model.windows import Window
 
 REPLAYS = ("recorded", "late", "keeping up")         # run_model's timings, in the order of [model, *alternatives]
 
@@ -184,9 +186,6 @@ def planned_move_risk(samples: pd.DataFrame | None) -> list:
     showed the new one. Seen on 2026-11-27 (a cluster kept up across the pytest suite's runs, leader-isolate,
     acks=1): leadership of partition 0 went back from broker 2 to its preferred replica 1 at ~29 s, ISR [1, 2, 3]
     throughout, and 12 writes broker 2 acknowledged at 28.5-28.8 s were gone; judged violations until this."""
-    from kafka_chaos.checkers.model.config import REPLICATION_SLACK_NS, TICK_NS
-    from kafka_chaos.checkers.model.windows import Window
-
     if samples is None or not len(samples):
         return []
     out = []
