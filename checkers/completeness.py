@@ -59,9 +59,23 @@ def completeness(meta: RunMeta, final_reads_by_partition: dict[int, int], acked_
             why = ("the cluster was not healthy when the final drain began: a replica it could not reach may "
                    "hold records the drain did not see")
             incomplete.update({p: why for p in every})
+        stuck = drain.get("stuck") or {}
         for p in drain.get("incomplete") or []:
             ends = drain.get("ends") or {}
             end = ends.get(str(p), ends.get(p))
-            incomplete.setdefault(int(p), "the final drain did not read this partition to its end"
-                                  + (f" (end offset {end})" if end is not None else ""))
+            at = stuck.get(str(p), stuck.get(p))
+            incomplete.setdefault(int(p), stuck_reason(at) if at else "the final drain did not read this partition "
+                                  "to its end" + (f" (end offset {end})" if end is not None else ""))
     return Completeness(meta.partitions, incomplete, tuple(run))
+
+
+def stuck_reason(at: dict) -> str:
+    """Why a partition whose read_committed drain rested at its last stable offset has no loss verdict: what lies
+    above an open transaction is unreadable, not lost (workloads/drain.py; the stuck LSO itself is `lso_stuck`)."""
+    named = [o for o in at.get("open") or [] if "producer_id" in o]
+    who = ("; the brokers name the open transaction's producer " + ", ".join(
+        f"id {o['producer_id']} (epoch {o['producer_epoch']}, from offset {o['start_offset']})" for o in named)
+        if named else "; the brokers named no open transaction's producer")
+    return (f"the final drain (read_committed) rested at the last stable offset {at.get('lso')}, below the high "
+            f"watermark {at.get('hw')}: records above it are unreadable behind a transaction nobody ended, not "
+            f"known lost{who}")

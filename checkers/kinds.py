@@ -122,6 +122,9 @@ KINDS: dict[str, Kind] = {
         "another processor, before that transaction called commit", EOS_EXCUSE, EOS),
     "lso_stuck": Kind(
         "stretch of samples", "a partition's last stable offset at one value below its high watermark for longer "
-        "than transaction.timeout.ms after every fault healed (history/lso.parquet; KAFKA-20716's shape)",
-        "always (the reason names a predicted unclean election or power loss on the partition, if any)", LSO),
+        "than transaction.timeout.ms plus the coordinator's abort interval and marker write after every fault "
+        "healed (history/lso.parquet; KAFKA-20716's shape); a read_committed final drain resting there leaves the "
+        "partition without a loss verdict",
+        "always (the reason names the open transaction's producer id when the brokers name it, the release's "
+        "KIP-890 rules, and a predicted unclean election or power loss on the partition, if any)", LSO),
 }

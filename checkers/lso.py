@@ -8,10 +8,19 @@ partition whose LSO stays at one value below its high watermark for longer than 
 transaction nothing will end: its readers are stuck (KAFKA-20716: an unclean election that dropped the marker).
 
 One instance per stuck stretch: consecutive samples of the partition with the same LSO, below the HW at each,
-whose part after the last heal (the run's faults; a fault never healed leaves nothing to judge) lasts longer
-than the timeout. Always a violation; the reason names a predicted unclean election or power loss on the partition
-when there is one (the shape of KAFKA-20716, still a bug: an election may lose records, never leave a partition
-unreadable).
+whose part after the last heal (the run's faults; a fault never healed leaves nothing to judge) lasts longer than
+the coordinator's bound on an open transaction: transaction.timeout.ms plus its abort interval (it looks for timed
+out transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s) plus the markers' write
+(history.eos.abort_bound_ms; rule `timed_out_transactions_aborted`). The stretch's start is no earlier than the
+transaction's, so a stretch longer than the bound is one the coordinator did not end. (Measured against the timeout
+alone, a processor stopped mid-transaction at the run's end, whose abort came 34 s after it began with a 20 s
+timeout, was judged stuck: a real run, checked in tests/checkers/test_lso.py.)
+
+Always a violation; the reason names the open transaction's producer when the brokers named it to the final drain
+(DescribeProducers, meta.json `drain.stuck`; 3.0+: `describe_producers`), how this release lets a transaction hang
+(checkers/model/releases.py `transaction_rules`: KIP-890 parts 1 and 2), and a predicted unclean election or power
+loss on the partition when there is one (the shape of KAFKA-20716, still a bug: an election may lose records, never
+leave a partition unreadable).
 """
 from __future__ import annotations
 
@@ -22,6 +31,8 @@ import pandas as pd
 
 from kafka_chaos.checkers.groups import destructive_cause
 from kafka_chaos.checkers.instances import rows_frame
+from kafka_chaos.checkers.model.releases import TransactionRules
+from kafka_chaos.history.eos import abort_bound_ms
 
 LSO_FILE = "history/lso.parquet"
 DEFAULT_TIMEOUT_MS = 60000          # librdkafka's and the Java client's transaction.timeout.ms
@@ -57,12 +68,15 @@ def timeout_ms(extra: dict) -> int:
     return int(eos.get("transaction_timeout_ms") or DEFAULT_TIMEOUT_MS)
 
 
-def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None) -> pd.DataFrame:
-    """Judged `lso_stuck` rows from lso.parquet's samples."""
+def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None, stuck: dict | None = None,
+         rules: TransactionRules | None = None) -> pd.DataFrame:
+    """Judged `lso_stuck` rows from lso.parquet's samples. stuck: meta.json's drain.stuck (partition -> where the
+    drain rested and the open transactions the brokers named); rules: the run's transaction rules."""
     rows = []
     s = samples.dropna(subset=["last_stable_offset", "high_watermark"]).sort_values(["partition", "t_ns"])
     if healed_ns is None or not len(s):
         return rows_frame(rows, COLUMNS)
+    bound = abort_bound_ms(timeout)
     lso, hw = s["last_stable_offset"].to_numpy(np.int64), s["high_watermark"].to_numpy(np.int64)
     part, t = s["partition"].to_numpy(np.int64), s["t_ns"].to_numpy(np.int64)
     behind = lso < hw
@@ -74,7 +88,7 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None)
     for _, g in frame.groupby("stretch"):
         a, b = int(g["t"].iloc[0]), int(g["t"].iloc[-1])
         after = b - max(a, healed_ns)
-        if after <= timeout * 1e6:
+        if after <= bound * 1e6:
             continue
         p, at = int(g["p"].iloc[0]), int(g["lso"].iloc[0])
         cause = destructive_cause(model, p)
@@ -83,6 +97,24 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None)
                      "classification": "violation",
                      "reason": f"partition {p}'s last stable offset stayed at {at}, below the high watermark (up to "
                                f"{int(g['hw'].max())}), for {(b - a) / 1e9:.1f} s, {after / 1e9:.1f} s of it after "
-                               f"every fault had healed: longer than transaction.timeout.ms ({timeout} ms), after "
-                               f"which the coordinator aborts an open transaction{why}"})
+                               f"every fault had healed: longer than transaction.timeout.ms ({timeout} ms) plus the "
+                               f"coordinator's abort interval and marker write ({bound} ms in all), by which an open "
+                               f"transaction its coordinator knows is aborted{who_holds(p, at, stuck, rules)}{why}"
+                               + (f"; {rules.hanging()}" if rules else "")})
     return rows_frame(rows, COLUMNS)
+
+
+def who_holds(partition: int, lso: int, stuck: dict | None, rules: TransactionRules | None) -> str:
+    """'; held by producer id N ...' from the open transactions the brokers named to the final drain."""
+    if rules is not None and not rules.names_producer:
+        return f"; Kafka {rules.version} cannot name the open transaction's producer (DescribeProducers: 3.0+)"
+    entry = (stuck or {}).get(str(partition), (stuck or {}).get(partition))
+    if not entry:
+        return "; the final drain did not rest there, so the brokers were not asked who holds it"
+    named = [o for o in entry.get("open") or [] if "producer_id" in o]
+    here = [o for o in named if o.get("start_offset") == lso] or named
+    if not here:
+        errors = [o["error"] for o in entry.get("open") or [] if "error" in o]
+        return "; the brokers named no open transaction" + (f" ({errors[0]})" if errors else "")
+    return "; held by " + ", ".join(f"producer id {o['producer_id']} (epoch {o['producer_epoch']}), whose "
+                                    f"transaction the leader has open from offset {o['start_offset']}" for o in here)

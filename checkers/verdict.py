@@ -9,7 +9,8 @@ permitted it (docs/history.md, "Judgement"):
 - duplicates and reordering break an idempotent producer's promise unless an unclean election or power loss
   voided it; an acks=all ack while the ISR was certainly below min.insync.replicas breaks Kafka's promise;
 - a stall is reported, and a violation only beyond the user's --max-stall.
-Lost kinds in partitions whose final drain did not complete are not counted, and such a run gets no verdict.
+Lost kinds in partitions whose final drain did not complete are not counted, and such a run gets no verdict (unless
+a violation proven without the drain, DRAIN_INDEPENDENT, makes it invalid).
 """
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
 
 LOST_KINDS = ("lost", "lost_after_read")
+# Violations proven without the final drain (from the samples): a run holding one is invalid even where the drain is
+# incomplete. A stuck last stable offset is judged from lso.parquet, and is what leaves a read_committed drain
+# incomplete (workloads/drain.py), so it must not turn the run it proves wrong into "no verdict".
+DRAIN_INDEPENDENT = ("lso_stuck",)
 SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "failed_read", "recovered",
               "min_isr_breach")
 
@@ -283,7 +288,7 @@ def build_verdict(meta: RunMeta, judged: pd.DataFrame, counts: Counts, model: Mo
     violating = judged[judged["classification"] == "violation"]
     violations = {k: int(v) for k, v in violating["kind"].value_counts().items() if v}
     lost = judged[judged["kind"] == "lost"]
-    if complete.status == "incomplete":
+    if complete.status == "incomplete" and not set(violations) & set(DRAIN_INDEPENDENT):
         valid, status = None, "incomplete"
     else:
         valid = not violations

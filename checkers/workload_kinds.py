@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from kafka_chaos.checkers import eos, groups, lso, txns
+from kafka_chaos.checkers.model.releases import transaction_rules
+from kafka_chaos.history.controller_log import transaction_version
 from kafka_chaos.history.meta import RunMeta
 
 
@@ -29,7 +31,9 @@ def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mode
     if eos_rows is not None:
         extra.append(eos.find(eos_rows, reads, meta.extra.get("eos") or {}, model, complete.incomplete))
     if samples is not None:
-        extra.append(lso.find(samples, lso.heals(run_dir), lso.timeout_ms(meta.extra), model))
+        rules = transaction_rules(meta.kafka_version, meta.metadata_mode, transaction_version(run_dir))
+        extra.append(lso.find(samples, lso.heals(run_dir), lso.timeout_ms(meta.extra), model,
+                              (meta.drain or {}).get("stuck"), rules))
     parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
     if not parts:
         return judged

@@ -244,6 +244,10 @@ def releases_page() -> str:
         "change it comes from and the Kafka code it mirrors. A verdict lists the rules it was judged by "
         "(`model.release_rules`); `modelled: no` names a rule the model knows of but does not replay. Eligible "
         "leader replicas are a feature a cluster has on or off: the model takes them from the run's meta.json. "
+        "The transaction rules (KIP-98's abort of timed-out transactions, KIP-664's DescribeProducers, KIP-890's "
+        "verification and, with the transaction.version feature at 2, its epoch bump per transaction) are not "
+        "replayed: `lso_stuck` and the final drain use them, the transaction version read from the controller's "
+        "log. "
         f"The model itself: [The ISR model]({rel('reference/releases.md', 'isr-model.md')}).", "",
         table(["rule", "since", "until (first release without)", "modes", "modelled", "what", "Kafka code it mirrors"],
               rows), "", "## Which rules hold in which release", "",

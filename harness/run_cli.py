@@ -59,13 +59,14 @@ def add_workload_options(p) -> None:
                    help="live consumers: assign (each reads every partition, no commits) or subscribe (one consumer "
                         "group that commits offsets and rebalances while the faults run)")
     p.add_argument("--commit", choices=("auto", "manual"), default="manual",
-                   help="subscribe mode's offset commits: auto (librdkafka's auto commit) or manual (after each "
+                   help="subscribe mode's offset commits: auto (the client's own auto commit) or manual (after each "
                         "journal flush and on revocation; default)")
     p.add_argument("--consumers", type=int, default=None,
                    help="live consumers per client (default: 1; 3 in subscribe mode, so the group rebalances)")
     p.add_argument("--transactions", action="store_true",
-                   help="a transactional producer (librdkafka, transactional.id): transactions over every partition, "
-                        "every 4th aborted on purpose; read_committed consumers must never see an aborted one")
+                   help="a transactional producer (each --client's, transactional.id): transactions over every "
+                        "partition, every 4th aborted on purpose; read_committed consumers must never see an aborted "
+                        "one")
     p.add_argument("--workload", choices=("produce", "eos"), default="produce",
                    help="produce (default: producers and live readers of the topic) or eos (exactly-once: processors "
                         "in one group read a seeded input topic and write the topic in transactions that commit "

@@ -108,9 +108,6 @@ class RunOptions:
         if self.client not in CLIENT_CHOICES:
             raise UsageError(f"--client {self.client}: not one of {', '.join(CLIENT_CHOICES)}",
                              "use --client librdkafka, java or both")
-        if self.consumer_mode == "subscribe" and self.client != "librdkafka":
-            raise UsageError(f"--consumer-mode subscribe with --client {self.client}: the Java client's live "
-                             "consumers run in assign mode only", "use --client librdkafka with subscribe")
         for p in self.profiles():
             p.validate()
         self.check_settings()                    # bad stall options fail before any container starts

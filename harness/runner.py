@@ -101,7 +101,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         display.phase("drain")
         drain = workload.final_drain()
         history.update_meta(drain={"healthy": drain.healthy, "incomplete": drain.incomplete,
-                                   "ends": {str(k): v for k, v in drain.ends.items()}, "records": drain.records})
+                                   "ends": {str(k): v for k, v in drain.ends.items()}, "records": drain.records,
+                                   **({"stuck": {str(k): v for k, v in drain.stuck.items()}} if drain.stuck else {})})
         display.phase("history")
         summary = workload.finalize()
         finalized = True

@@ -120,3 +120,23 @@ def unfence_times(run_dir: Path | str, events: list[FencingEvent] | None = None)
         if ev.event == "unfenced":
             out.setdefault(ev.broker, []).append(ev.t_ns)
     return out
+
+
+_FEATURE = re.compile(r"Replayed a FeatureLevelRecord setting feature transaction\.version to (\d+)")
+
+
+def transaction_version(run_dir: Path | str) -> int | None:
+    """The transaction.version feature level the controller finalized (its last `Replayed a FeatureLevelRecord
+    setting feature transaction.version to N` line in the node logs; FeatureControlManager, 4.0+). None: no such
+    line (a release without the feature, ZooKeeper mode, or no logs)."""
+    level = None
+    logs = Path(run_dir) / "logs"
+    for path in sorted(logs.glob("*.log")) if logs.is_dir() else ():
+        if path.name in ("clients.log", "java-clients.log"):
+            continue
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                hit = _FEATURE.search(line) if "FeatureLevelRecord" in line else None
+                if hit:
+                    level = int(hit.group(1))
+    return level

@@ -28,6 +28,19 @@ from kafka_chaos.history.schema import EOS_SCHEMA
 EOS_FILE = "history/eos.parquet"
 INPUT_SUFFIX = "-in"          # the input topic is the output topic's name + this
 OUTCOMES = ("committed", "aborted", "unknown")
+# How late the coordinator may abort a transaction open past its timeout: it looks for them every
+# transaction.abort.timed.out.transaction.cleanup.interval.ms (a broker setting, 10 s by default:
+# TransactionStateManagerConfig; TransactionCoordinator.abortTimedOutTransactions, scheduled at that interval over
+# TransactionStateManager.timedOutTransactions: Ongoing and txnStartTimestamp + txnTimeoutMs < now), then writes the
+# ABORT markers to every partition of it (WriteTxnMarkers, up to the brokers' request.timeout.ms). The workload
+# (its final drain's wait) and checkers/lso.py (lso_stuck) use the same bound.
+ABORT_INTERVAL_MS = 10000
+MARKER_SLACK_MS = 5000
+
+
+def abort_bound_ms(transaction_timeout_ms: int, abort_interval_ms: int = ABORT_INTERVAL_MS) -> int:
+    """The longest an open transaction can hold a partition's LSO after it began, by the coordinator's rules."""
+    return transaction_timeout_ms + abort_interval_ms + MARKER_SLACK_MS
 
 
 def input_topic(topic: str) -> str:

@@ -2,6 +2,15 @@
 
 The end of each partition is snapshotted first; a partition is done when the consumer's position reaches it.
 Positions, not counts: transaction markers and aborted records leave offset gaps that no record fills.
+
+The end is the high watermark (a read_uncommitted ListOffsets), never the last stable offset: the drain reads
+read_committed, and a read_committed consumer's own end-offset query answers the LSO (librdkafka's ListOffsets takes
+the consumer's isolation.level), so a partition stuck behind an open transaction would look read to its end while
+every committed record above the LSO went unread (a real cascade-kill run judged those `lost`). A partition whose
+read_committed position rests below its high watermark for `lso_wait_s` (the transactional workload passes
+transaction.timeout.ms plus the coordinator's abort interval, checkers/lso.py) is given up: `stuck` records where it
+stopped, and it counts as incomplete (checkers/completeness.py), with the open transactions' producers the brokers
+name (`name_open`, DescribeProducers) when the caller can ask.
 """
 from __future__ import annotations
 
@@ -28,6 +37,7 @@ class DrainResult:
     records: int = 0
     seconds: float = 0.0
     incomplete: list[int] = field(default_factory=list)   # partitions not read to their end
+    stuck: dict[int, dict] = field(default_factory=dict)  # partition -> {"lso", "hw", "open"}: stopped below the HW
 
     @property
     def complete(self) -> bool:
@@ -35,8 +45,11 @@ class DrainResult:
 
 
 def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 120, read_timeout_s: float = 300,
-                name: str = "final", flush_interval_s: float = 0.25, client_log: str | None = None) -> DrainResult:
-    """Wait (bounded) for every partition to have a leader and a full ISR, then read all of it into the journal."""
+                name: str = "final", flush_interval_s: float = 0.25, client_log: str | None = None,
+                lso_wait_s: float | None = None, name_open=None) -> DrainResult:
+    """Wait (bounded) for every partition to have a leader and a full ISR, then read all of it into the journal.
+    lso_wait_s: how long a position may rest below the high watermark at the end of what is readable (None: the
+    read timeout); name_open(partitions) -> {partition: [open transaction, ...]} for the partitions given up."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 
@@ -54,10 +67,12 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     journal = LineJournal(paths["data"])
     consumer = Consumer(consumer_config(cluster.bootstrap_servers, f"kafka-chaos-drain-{uuid.uuid4().hex[:8]}")
                         | client_logging(client_log, f"drain-{name}"))
-    ends, positions, seq = {}, {}, 0
+    ends, positions, seq, resting = {}, {}, 0, _Resting()
     try:
+        hw = _high_watermarks(cluster, topic)
         for p in partitions:
             low, ends[p] = _watermarks(consumer, topic, p)
+            ends[p] = max(ends[p], hw.get(p, 0))
             positions[p] = low if ends[p] <= low else -1
         todo = {p for p in partitions if ends[p] > max(positions[p], 0)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
@@ -80,7 +95,8 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
                 positions[m.partition()] = m.offset() + 1
             for p in eof & todo:        # at the end of what's there: the position says whether that's the end
                 positions[p] = max(positions[p], consumer.position([TopicPartition(topic, p)])[0].offset)
-            todo = {p for p in todo if positions[p] < ends[p]}
+                resting.note(p, positions[p], ends[p])
+            todo = {p for p in todo if positions[p] < ends[p]} - resting.given_up(positions, lso_wait_s)
             if time.monotonic() >= next_flush:
                 journal.flush()
                 next_flush = time.monotonic() + flush_interval_s
@@ -91,9 +107,53 @@ def final_drain(cluster, topic: str, journal_dir, *, healthy_timeout_s: float = 
     result = DrainResult(healthy=healthy, ends=ends, positions={p: max(v, 0) for p, v in positions.items()},
                          records=seq, seconds=time.monotonic() - started,
                          incomplete=sorted(p for p in partitions if positions[p] < ends[p]))
+    result.stuck = resting.stuck(result.incomplete, positions, ends)
+    _name_open(result.stuck, name_open)
     if result.incomplete:
         log.warning("final drain: partitions %s not read to their end in %.0f s", result.incomplete, read_timeout_s)
     return result
+
+
+class _Resting:
+    """Partitions whose read_committed position rests at the end of what is readable, below the high watermark."""
+
+    def __init__(self):
+        self.since: dict[int, tuple[int, float]] = {}      # partition -> (position, since when)
+
+    def note(self, p: int, position: int, end: int) -> None:
+        if position < end and self.since.get(p, (None,))[0] != position:
+            self.since[p] = (position, time.monotonic())
+
+    def _resting(self, p: int, positions: dict[int, int]) -> bool:
+        return p in self.since and self.since[p][0] == positions[p]
+
+    def given_up(self, positions: dict[int, int], wait_s: float | None) -> set[int]:
+        if wait_s is None:
+            return set()
+        return {p for p in self.since if self._resting(p, positions) and time.monotonic() - self.since[p][1] > wait_s}
+
+    def stuck(self, incomplete: list[int], positions: dict[int, int], ends: dict[int, int]) -> dict[int, dict]:
+        return {p: {"lso": positions[p], "hw": ends[p], "open": []} for p in incomplete if self._resting(p, positions)}
+
+
+def _name_open(stuck: dict[int, dict], name_open) -> None:
+    if not stuck:
+        return
+    named = name_open(sorted(stuck)) if name_open is not None else {}
+    for p, entry in stuck.items():
+        entry["open"] = named.get(p, [])
+    log.warning("final drain: partitions %s rest at their last stable offset below the high watermark: %s",
+                sorted(stuck), stuck)
+
+
+def _high_watermarks(cluster, topic: str) -> dict[int, int]:
+    """Each partition's high watermark (read_uncommitted); empty if the admin client cannot say (the consumer's
+    own ends are used then)."""
+    try:
+        return retry_call(lambda: cluster.high_watermarks(topic, timeout=10), 60, errors=Exception)
+    except Exception as e:          # noqa: BLE001 - a fault may have left no leader; the consumer's ends remain
+        log.warning("final drain: high watermarks of %s not read (%s): ends are the consumer's", topic, e)
+        return {}
 
 
 def _watermarks(consumer, topic: str, partition: int, timeout_s: float = 60) -> tuple[int, int]:

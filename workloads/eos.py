@@ -19,6 +19,7 @@ transaction in eos-NAME.tsv (history/eos.py).
 """
 from __future__ import annotations
 
+import faulthandler
 import logging
 import time
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ TXN_ABORTED = "_TXN_ABORTED"
 SLOTS = 4                       # counters per processor: invoked, ok, fail, info (workloads.producer's layout)
 INIT_ATTEMPTS = 10
 FETCH_BYTES = 2048              # per partition and fetch: a few dozen input records
+STUCK_TXN_S = 45                # a transaction open this long dumps the processor's Python stack (eos-NAME.stacks)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,10 @@ class Processor:
         self.started = time.time_ns()             # pacing starts once ready
         self.stopping = lambda: False             # run() makes it ask the stop event and the parent
         self.consumer = self.producer = None
+        try:
+            self.stacks = open(f"{spec.journal_dir}/eos-{spec.name}.stacks", "a")     # noqa: SIM115 - process-long
+        except OSError:
+            self.stacks = None
 
     # ---- clients ---------------------------------------------------------------------------------------------
     def _logging(self, role: str) -> dict:
@@ -160,6 +166,8 @@ class Processor:
             last[part] = off
         commits = [(part, off + 1) for part, off in last.items()]
         values, t_begin, t_commit, outcome, error = [], time.time_ns(), None, "committed", None
+        if self.stacks is not None:     # a transaction this long is stuck in the client: where, for the record
+            faulthandler.dump_traceback_later(STUCK_TXN_S, repeat=True, file=self.stacks)
         try:
             p.begin_transaction()
             for m in msgs:
@@ -181,9 +189,12 @@ class Processor:
         except KafkaException as e:
             outcome, error = self._after_error(e.args[0])
             t_commit = t_commit or time.time_ns()
+        faulthandler.cancel_dump_traceback_later()
         p = self.producer
         p.poll(0)
         self._settle(values, outcome, error, reads, commits, t_begin, t_commit)
+        self._flush()                   # settled on disk now: a processor stuck in its next transaction and
+        #                                 terminated at the stop would otherwise lose this one's lines
         if outcome == "aborted":
             self._rewind(first)
         elif outcome == "unknown":      # it may have committed: start again from the group's committed offsets

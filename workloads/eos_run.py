@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-from kafka_chaos.history.eos import input_topic, input_value
+from kafka_chaos.history.eos import abort_bound_ms, input_topic, input_value
 from kafka_chaos.workloads.consumer import ConsumerSpec, run_consumer
 from kafka_chaos.workloads.eos import SLOTS, ProcessorSpec, run_processor
 from kafka_chaos.workloads.run import LiveStats, WorkerFailed, Workload
@@ -143,6 +143,11 @@ class EosWorkload(Workload):
                                   f"processor-{spec.name}")
         self.processors[spec.name] = (spec, proc)
         return ready, proc
+
+    def drain_lso_wait_s(self) -> float:
+        """An open transaction is aborted by its coordinator within abort_bound_ms of its start: a drain resting
+        at a last stable offset longer than that (from the workload's stop) is stuck, not slow."""
+        return abort_bound_ms(self.eos.transaction_timeout_ms) / 1000
 
     def stop(self) -> None:
         super().stop()

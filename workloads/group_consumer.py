@@ -45,6 +45,8 @@ class GroupConsumerSpec:
     batch: int = 500
     client_log: str | None = None
     ready_timeout_s: float = 45.0       # ready at the first assignment, or after this long without one
+    client: str = "librdkafka"          # or "java": workloads/java/JavaGroupConsumer.java, the same journals
+    classpath: str = ""                 # the compiled Java client's (client "java")
 
 
 def group_config(spec: GroupConsumerSpec) -> dict:
@@ -179,6 +181,10 @@ class GroupConsumer:
 
 
 def run_group_consumer(spec: GroupConsumerSpec, stop_event, ready_event, counters, parent_pid: int) -> None:
-    """Process entry point (the signature of workloads.consumer.run_consumer)."""
+    """Process entry point (the signature of workloads.consumer.run_consumer); a Java member's wrapper for
+    client "java"."""
+    if spec.client == "java":
+        from kafka_chaos.workloads.java_client import run_java_group_consumer
+        return run_java_group_consumer(spec, stop_event, ready_event, counters, parent_pid)
     detach_from_ctrl_c()
     GroupConsumer(spec).run(stop_event, ready_event, counters, parent_pid)

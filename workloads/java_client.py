@@ -20,8 +20,9 @@ from pathlib import Path
 
 from kafka_chaos.base.errors import EnvironmentProblem
 from kafka_chaos.base.paths import cache_dir
+from kafka_chaos.base.versions import version_tuple
 from kafka_chaos.cluster import distribution
-from kafka_chaos.history.journal import producer_paths, read_progress, reads_paths, write_sidecar
+from kafka_chaos.history.journal import group_paths, producer_paths, read_progress, reads_paths, write_sidecar
 from kafka_chaos.workloads.producer import COUNTER_SLOTS, INVOKED, SENT_FAIL, SENT_INFO, SENT_OK
 from kafka_chaos.workloads.profile import ProducerProfile
 from kafka_chaos.workloads.worker import detach_from_ctrl_c, should_stop
@@ -34,6 +35,8 @@ MAIN_CLASS = "KafkaChaosClient"
 CLIENT_JARS = ("kafka-clients-", "slf4j-api-", "lz4-java-", "snappy-java-", "zstd-jni-")
 GO_FILE = "workers.go"      # in the journal directory: created when every worker is ready; Java producers wait for it
 JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+OPEN_TXNS_CLASS = "OpenTransactions"     # DescribeProducers through Admin (kafka-clients 3.0+, KIP-664)
+DESCRIBE_PRODUCERS_FROM = (3, 0)
 
 
 def source_file() -> Path:
@@ -79,7 +82,8 @@ def build(kafka_version: str) -> JavaClient:
     jars = client_jars(kafka_version)
     src = source_file()
     javac = subprocess.run(["javac", "-version"], capture_output=True, text=True).stdout.strip()
-    sources = sorted(src.parent.glob("*.java"))      # KafkaChaosClient and EosProcessor, compiled together
+    sources = sorted(f for f in src.parent.glob("*.java")     # KafkaChaosClient, EosProcessor, OpenTransactions
+                     if f.stem != OPEN_TXNS_CLASS or version_tuple(kafka_version) >= DESCRIBE_PRODUCERS_FROM)
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in sources))
     for part in [j.name for j in jars] + [javac]:
         digest.update(part.encode() + b"\0")
@@ -101,6 +105,33 @@ def build(kafka_version: str) -> JavaClient:
         (out / "COMPLETE").write_text(javac + "\n")
         log.info("compiled the Java workload against kafka-clients %s into %s", kafka_version, out)
     return JavaClient(kafka_version, ":".join([str(out)] + [str(j) for j in jars]))
+
+
+def open_transactions(java: JavaClient, bootstrap: str, topic: str, partitions: list[int],
+                      timeout_s: float = 90) -> dict[int, list[dict]]:
+    """The producers with a transaction open on each partition, as its leader names them (DescribeProducers):
+    partition -> [{producer_id, producer_epoch, start_offset, last_timestamp_ms}], or {"error": ...} entries.
+    Empty where the client is older than 3.0 or the JVM fails: the brokers then name no one."""
+    if version_tuple(java.version) < DESCRIBE_PRODUCERS_FROM or not partitions:
+        return {}
+    try:
+        proc = subprocess.run(["java", *JVM_OPTIONS, "-cp", java.classpath, OPEN_TXNS_CLASS, bootstrap, topic,
+                               *map(str, partitions)], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.warning("open transactions of %s %s: %s", topic, partitions, e)
+        return {}
+    found: dict[int, list[dict]] = {}
+    for line in proc.stdout.splitlines():
+        f = line.split("\t")
+        if f[0] == "error" and len(f) >= 3:
+            found.setdefault(int(f[1]), []).append({"error": f[2]})
+        elif len(f) == 5 and f[0].isdigit():
+            found.setdefault(int(f[0]), []).append({"producer_id": int(f[1]), "producer_epoch": int(f[2]),
+                                                    "start_offset": int(f[3]), "last_timestamp_ms": int(f[4])})
+    if proc.returncode != 0:
+        log.warning("open transactions of %s %s: exit %d: %s", topic, partitions, proc.returncode,
+                    proc.stderr.strip()[-400:])
+    return found
 
 
 @dataclass(frozen=True)
@@ -145,6 +176,9 @@ def producer_args(spec: JavaProducerSpec) -> list[str]:
         args["retries"] = p.retries
     if spec.go_file:
         args["go"] = spec.go_file
+    if p.transactional:                 # JavaTxnProducer: its own main, no mode word
+        args.update(txn_size=p.txn_size, abort_every=p.abort_every)
+        return [f"{k}={v}" for k, v in args.items()]
     return ["producer"] + [f"{k}={v}" for k, v in args.items()]
 
 
@@ -166,7 +200,8 @@ def run_java_producer(spec: JavaProducerSpec, stop_event, ready_event, counters,
 
     stop = spec.stop_timeout_s if spec.stop_timeout_s is not None else spec.profile.delivery_timeout_ms / 1000 + 5
     _supervise(spec.classpath, producer_args(spec), spec.client_log, f"producer-{spec.profile.name}",
-               stop_event, ready_event, parent_pid, publish, spec.flush_interval_s, stop + 20)
+               stop_event, ready_event, parent_pid, publish, spec.flush_interval_s, stop + 20,
+               main="JavaTxnProducer" if spec.profile.transactional else MAIN_CLASS)
 
 
 def run_java_consumer(spec: JavaConsumerSpec, stop_event, ready_event, counters, parent_pid: int) -> None:
@@ -188,6 +223,49 @@ def run_java_consumer(spec: JavaConsumerSpec, stop_event, ready_event, counters,
         "flush_interval_s": spec.flush_interval_s}.items()]
     _supervise(spec.classpath, args, spec.client_log, f"consumer-{spec.name}", stop_event, ready_event,
                parent_pid, publish, spec.flush_interval_s, 30)
+
+
+def run_java_group_consumer(spec, stop_event, ready_event, counters, parent_pid: int) -> None:
+    """Process entry point of a consumer-group member on the Java client (workloads/java/JavaGroupConsumer.java;
+    the spec is workloads.group_consumer.GroupConsumerSpec with client "java"). The JVM's pid goes to
+    group-NAME.pid, so a consumer-kill kills the JVM itself (signal_jvm), not only this wrapper."""
+    detach_from_ctrl_c()
+    reads, group = reads_paths(spec.journal_dir, spec.name), group_paths(spec.journal_dir, spec.name)
+    write_sidecar(reads["sidecar"], {"kind": "reads", "consumer": spec.name, "phase": "live"})
+    write_sidecar(group["sidecar"], {"kind": "group", "consumer": spec.name, "commit_mode": spec.commit})
+    count_file = reads["data"].with_suffix(".count")
+
+    def publish():
+        try:
+            counters[spec.index] = int(count_file.read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            pass
+
+    args = [f"{k}={v}" for k, v in {
+        "bootstrap": spec.bootstrap_servers, "topic": spec.topic, "journal": spec.journal_dir, "name": spec.name,
+        "index": spec.index, "group": spec.group_id, "commit": spec.commit, "rejoin_s": spec.rejoin_s or 0,
+        "auto_commit_interval_ms": spec.auto_commit_interval_ms, "flush_interval_s": spec.flush_interval_s,
+        "ready_timeout_s": spec.ready_timeout_s}.items()]
+    _supervise(spec.classpath, args, spec.client_log, f"consumer-{spec.name}", stop_event, ready_event,
+               parent_pid, publish, spec.flush_interval_s, 30, main="JavaGroupConsumer",
+               pid_file=group_pid_file(spec.journal_dir, spec.name))
+
+
+def group_pid_file(journal_dir, name: str) -> str:
+    return f"{journal_dir}/group-{name}.pid"
+
+
+def signal_jvm(pid_file: str, sig: str) -> int | None:
+    """Send `sig` to the JVM whose pid is in `pid_file`; its pid, or None when there is none (not started)."""
+    import os
+    import signal
+
+    try:
+        pid = int(Path(pid_file).read_text().split()[0])
+        os.kill(pid, getattr(signal, sig))
+        return pid
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def run_java_processor(spec, stop_event, ready_event, counters, parent_pid: int) -> None:

@@ -4,7 +4,9 @@
 nemesis.consumers.ConsumerProcesses; neither package imports the other). A kill is SIGKILL: the member neither
 leaves the group nor commits, and whatever it had received but not yet journaled is gone with it (docs/history.md,
 "Consumer groups": what that allows in each commit mode). Its replacement is a new process and a new member, named
-`<name>-r<k>` (c1 -> c1-r1 -> c1-r2), so each process keeps its own journals and read sequence.
+`<name>-r<k>` (c1 -> c1-r1 -> c1-r2), so each process keeps its own journals and read sequence. A Java client's
+member (`jc0`, workloads/java/JavaGroupConsumer.java) is killed in its JVM (its pid in group-NAME.pid), then its
+wrapper.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import threading
 from dataclasses import replace
 
 from kafka_chaos.workloads.group_consumer import GroupConsumerSpec, run_group_consumer
+from kafka_chaos.workloads.java_client import group_pid_file, signal_jvm
 from kafka_chaos.workloads.run import WorkerFailed
 
 
@@ -33,6 +36,8 @@ class GroupMembers:
                 raise WorkerFailed(f"no consumer-group member named {name}", "pick one of " +
                                    ", ".join(self.workload.members))
             spec, proc = self.workload.members.pop(name)
+            if spec.client == "java":          # the JVM itself: its wrapper's death would only close its stdin
+                signal_jvm(group_pid_file(spec.journal_dir, spec.name), "SIGKILL")
             proc.kill()
             proc.join(10)
             self.workload.retire(proc, spec.index)

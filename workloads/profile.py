@@ -66,14 +66,11 @@ class ProducerProfile:
         if self.client not in CLIENTS:
             raise UsageError(f"producer {self.name}: client {self.client!r} is not one of {', '.join(CLIENTS)}",
                              "use --client librdkafka, java or both")
-        if self.client == "java":
-            if self.transactional:
-                raise UsageError(f"producer {self.name}: transactions run on librdkafka only",
-                                 "use --client librdkafka with --transactions")
-            return self._validate_java()
         if self.transactional and (self.acks != "all" or not self.idempotent or self.abort_every < 1):
             raise UsageError(f"producer {self.name}: a transactional producer needs acks=all and idempotence",
                              "use --acks all --idempotence with --transactions")
+        if self.client == "java":
+            return self._validate_java()
         from confluent_kafka import KafkaException, Producer
 
         try:

@@ -88,9 +88,6 @@ class WorkloadConfig:
         if self.commit not in COMMIT_MODES:
             raise UsageError(f"commit mode {self.commit!r} is not one of {', '.join(COMMIT_MODES)}",
                              "use --commit auto or manual")
-        if "java" in self.consumer_clients and self.consumer_mode != "assign":
-            raise UsageError("the Java client's live consumers run in assign mode only",
-                             "use --consumer-mode assign with --client java or both")
         if self.sample_interval_s <= 0:
             raise UsageError(f"sample interval {self.sample_interval_s} must be positive", "use 0.5")
         for p in self.producers:
@@ -163,7 +160,12 @@ class Workload:
         for k, client in enumerate(cfg.consumer_clients):
             for i in range(cfg.consumers):
                 index = k * cfg.consumers + i
-                if client == "java":
+                if client == "java" and cfg.consumer_mode == "subscribe":
+                    spec = GroupConsumerSpec(index, f"jc{i}", boot, cfg.topic, journal, group, commit=cfg.commit,
+                                             rejoin_s=cfg.rejoin_s, flush_interval_s=cfg.flush_interval_s,
+                                             client_log=java_log, client="java", classpath=java.classpath)
+                    target = run_group_consumer
+                elif client == "java":
                     spec = JavaConsumerSpec(index, f"jc{i}", boot, cfg.topic, partitions, journal, java.classpath,
                                             group_id=group, flush_interval_s=cfg.flush_interval_s, client_log=java_log)
                     target = run_java_consumer
@@ -311,8 +313,24 @@ class Workload:
         """Once the cluster is healthy (bounded wait), read every partition to its end as consumer `final`."""
         self.drain_result = final_drain(self.cluster, self.config.topic, self.history.journal_dir,
                                         healthy_timeout_s=self.config.healthy_timeout_s,
-                                        read_timeout_s=self.config.drain_timeout_s, client_log=self.client_log)
+                                        read_timeout_s=self.config.drain_timeout_s, client_log=self.client_log,
+                                        lso_wait_s=self.drain_lso_wait_s(), name_open=self._name_open)
         return self.drain_result
+
+    def drain_lso_wait_s(self) -> float | None:
+        """How long the drain waits on a last stable offset below the high watermark (None: its read timeout)."""
+        return None
+
+    def _name_open(self, partitions: list[int]) -> dict[int, list[dict]]:
+        """The producers the brokers name as holding a transaction open on these partitions (DescribeProducers
+        through the Java client's Admin; nothing where it cannot be built or asked)."""
+        from kafka_chaos.workloads.java_client import build, open_transactions
+        try:
+            java = self.config.java or build(self.cluster.version)
+        except HarnessError as e:
+            log.warning("open transactions not asked: %s", e)
+            return {}
+        return open_transactions(java, self.cluster.bootstrap_servers, self.config.topic, partitions)
 
     def finalize(self) -> HistorySummary:
         return self.history.finalize()

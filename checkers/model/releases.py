@@ -107,6 +107,37 @@ RULES: dict[str, Rule] = {
         "heartbeatManager.hasValidSession and the incarnation differs); BrokerServer.startup "
         "(lifecycleManager.initialCatchUpFuture, setReadyToUnfence, then socketServer.enableRequestProcessing); "
         "BrokerLifecycleManager", modes=(KRAFT,)),
+    # ---- transactions (checkers/lso.py, checkers/eos.py; transaction_rules below) -------------------------------
+    "timed_out_transactions_aborted": Rule(
+        (0, 11), "KIP-98: a transaction open longer than its transaction.timeout.ms is aborted by its coordinator, "
+        "which looks for them every transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s) and writes "
+        "the ABORT markers: a partition's last stable offset waits at most that long on a transaction its "
+        "coordinator knows (lso_stuck's bound, history.eos.abort_bound_ms)",
+        "TransactionStateManager.timedOutTransactions (Ongoing and txnStartTimestamp + txnTimeoutMs < now); "
+        "TransactionCoordinator.abortTimedOutTransactions (prepareFenceProducerEpoch, then endTransaction ABORT)",
+        modelled=False),
+    "describe_producers": Rule(
+        (3, 0), "KIP-664: a partition's leader names the producers with a transaction open on it "
+        "(DescribeProducers, the API from 2.8; Admin.describeProducers, which the final drain asks through, from "
+        "3.0): lso_stuck names the open transaction's producer id from it",
+        "ReplicaManager.activeProducerState / ProducerStateManager.activeProducers "
+        "(currentTxnFirstOffset); KafkaAdminClient.describeProducers", modelled=False),
+    "transaction_partition_verification": Rule(
+        (3, 6), "KIP-890 part 1 (KAFKA-14402): before appending a transactional producer's first write to a "
+        "partition, the leader asks the transaction coordinator whether that transaction is ongoing with the "
+        "partition in it (transaction.partition.verification.enable, on by default), so a late write of a "
+        "transaction that already ended is refused instead of opening a transaction no coordinator will end (a "
+        "hanging transaction). Before 3.6 such a late write could hang a partition's LSO for good",
+        "ReplicaManager.appendRecords (maybeStartTransactionVerificationForPartition); "
+        "AddPartitionsToTxnManager (AddPartitionsToTxn verifyOnly); ProducerStateManager's VerificationStateEntry",
+        modelled=False),
+    "epoch_bump_per_transaction": Rule(
+        (4, 0), "KIP-890 part 2 (KAFKA-14562), with the transaction.version feature at 2 (4.4.0's default for a new "
+        "cluster; 1 keeps part 1 only): the coordinator bumps the producer epoch at every commit and abort and the "
+        "markers carry it, so a late write of an ended transaction is fenced even when the same producer has "
+        "begun its next transaction on that partition (which part 1's verification lets the late write join)",
+        "TransactionVersion.supportsEpochBump; TransactionMetadata.prepareAbortOrCommit (epoch + 1 under TV2); "
+        "TransactionCoordinator.handleEndTransaction", modes=(KRAFT,), modelled=False),
 }
 
 
@@ -121,3 +152,41 @@ def rules_used(version: str, mode: str = KRAFT) -> list[dict]:
     each: a reader sees which Kafka the run was judged as."""
     return [{"rule": name, "source": r.source, "modelled": r.modelled}
             for name, r in RULES.items() if applies(name, version, mode)]
+
+
+
+@dataclass(frozen=True)
+class TransactionRules:
+    """What Kafka promises a transactional run of one release and transaction.version (None: not known)."""
+
+    version: str
+    transaction_version: int | None
+    verification: bool          # KIP-890 part 1: a late write cannot open a transaction
+    epoch_bump: bool            # KIP-890 part 2: a late write cannot join the producer's next transaction
+    names_producer: bool        # the brokers name an open transaction's producer (DescribeProducers via Admin)
+
+    def hanging(self) -> str:
+        """How a transaction nobody ends could arise on this release, for lso_stuck's reason."""
+        if not self.verification:
+            return (f"Kafka {self.version} has no transaction verification (KIP-890 part 1 came in 3.6): a late "
+                    "write of an ended transaction can open one its coordinator does not know, a hanging "
+                    "transaction no timeout ends (KAFKA-14402)")
+        tv = "unknown" if self.transaction_version is None else self.transaction_version
+        bump = ("every commit and abort bumps the producer epoch (KIP-890 part 2), so a late write is fenced"
+                if self.epoch_bump else "no epoch bump per transaction (KIP-890 part 2 needs transaction.version 2), "
+                "so a late write may still join the producer's next transaction, but not open one")
+        return (f"Kafka {self.version} verifies a transactional write's transaction with its coordinator first "
+                f"(KIP-890 part 1) and runs transaction.version {tv}: {bump}; a transaction nobody ends then needs "
+                "its coordinator to have lost it or its marker (KAFKA-20716: an unclean election)")
+
+
+def transaction_rules(version: str, mode: str = KRAFT, transaction_version: int | None = None) -> TransactionRules:
+    """The transaction rules of a run on `version`: transaction_version is the feature level the controller
+    finalized (history.controller_log.transaction_version), which exists from 4.0 (0 before: no feature)."""
+    if version_tuple(version) < (4, 0):
+        transaction_version = 0
+    return TransactionRules(version, transaction_version,
+                            verification=applies("transaction_partition_verification", version, mode),
+                            epoch_bump=applies("epoch_bump_per_transaction", version, mode)
+                            and (transaction_version or 0) >= 2,
+                            names_producer=applies("describe_producers", version, mode))

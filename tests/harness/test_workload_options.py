@@ -8,8 +8,7 @@ from tests.harness.test_run_cli import our_containers
 
 
 @pytest.mark.parametrize("argv,says", [
-    (["run", "leader-kill", "--client", "java", "--transactions"], "librdkafka only"),
-    (["run", "leader-kill", "--client", "both", "--consumer-mode", "subscribe"], "assign mode only"),
+    (["run", "leader-kill", "--client", "java", "--acks", "1", "--transactions"], "needs acks=all"),
     (["run", "leader-kill", "--acks", "1", "--transactions"], "needs acks=all"),
     (["run", "leader-kill", "--client", "java", "--acks", "1", "--idempotence"], "refuses idempotence"),
 ])
@@ -29,3 +28,10 @@ def test_the_command_reproduces_the_workload_options():
     txn = RunOptions("leader-kill", transactions=True, seed=1).resolved()
     assert txn.profiles()[0].transactional and "--transactions" in txn.command()
     assert "--client" not in txn.command() and "--consumer-mode" not in txn.command()
+
+
+def test_the_java_client_runs_in_subscribe_mode_and_with_transactions():
+    group = RunOptions("leader-kill", client="both", consumer_mode="subscribe", commit="manual", seed=1).resolved()
+    assert "--client both --consumer-mode subscribe --commit manual" in group.command()
+    txn = RunOptions("leader-kill", client="java", transactions=True, seed=1).resolved()
+    assert [(p.client, p.transactional) for p in txn.profiles()] == [("java", True)]

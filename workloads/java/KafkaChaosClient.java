@@ -58,6 +58,18 @@ public final class KafkaChaosClient {
             int eq = args[i].indexOf('=');
             a.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
+        watchStdin();
+        if (args[0].equals("producer")) {
+            new Producer(a).run();
+        } else if (args[0].equals("consumer")) {
+            new Consumer(a).run();
+        } else {
+            throw new IllegalArgumentException("first argument: producer or consumer, not " + args[0]);
+        }
+    }
+
+    /** STOP at "stop" or the end of stdin (a wrapper that dies takes this process with it). */
+    static void watchStdin() {
         Thread stdin = new Thread(() -> {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
                 String line;
@@ -67,13 +79,6 @@ public final class KafkaChaosClient {
         }, "stdin-watch");
         stdin.setDaemon(true);
         stdin.start();
-        if (args[0].equals("producer")) {
-            new Producer(a).run();
-        } else if (args[0].equals("consumer")) {
-            new Consumer(a).run();
-        } else {
-            throw new IllegalArgumentException("first argument: producer or consumer, not " + args[0]);
-        }
     }
 
     static long nowNs() {

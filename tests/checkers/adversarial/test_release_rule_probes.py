@@ -43,7 +43,13 @@ def test_every_modelled_release_rule_has_a_probe_and_every_unmodelled_one_says_s
         assert probe in here or probe.startswith("tests/"), rule
     # named for the reader, not replayed: a run on those releases may disagree with the model there
     assert set(RULES) - modelled == {"epoch_end_offset_for_older_epochs", "fetch_carries_leader_epoch",
-                                     "last_known_leader_elected_while_fenced"}
+                                     "last_known_leader_elected_while_fenced", *TRANSACTION_RULES}
+
+
+# the transaction rules are not replayed by the ISR model: checkers/lso.py and the final drain use them
+# (transaction_rules); each is probed on both sides of its boundary in tests/checkers/test_lso_stuck.py
+TRANSACTION_RULES = {"timed_out_transactions_aborted", "describe_producers", "transaction_partition_verification",
+                     "epoch_bump_per_transaction"}
 
 
 def test_a_deposed_leaders_writes_after_the_election_are_truncated_away():

@@ -1,0 +1,170 @@
+"""A stuck last stable offset against Kafka's own bound, the open transaction's producer named, the release's
+transaction rules (checkers/model/releases.py) on both sides of each boundary, and a read_committed final drain that
+rests at a stuck LSO: no loss verdict above it (incomplete), yet the run invalid when the LSO is proven stuck."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kafka_chaos.checkers import lso
+from kafka_chaos.checkers.completeness import completeness
+from kafka_chaos.checkers.model.releases import applies, transaction_rules
+from kafka_chaos.harness.cli import main
+from kafka_chaos.history.controller_log import transaction_version
+from kafka_chaos.history.eos import abort_bound_ms
+from kafka_chaos.history.meta import RunMeta
+from kafka_chaos.history.schema import LSO_SCHEMA
+from tests.checkers.conftest import MS, T, fault, read, send, write_run
+
+S = 1_000_000_000
+
+
+def resting(seconds: float, lso_at=286, hw=311, partition=0, start_s=40.0, step=0.5) -> pd.DataFrame:
+    """Samples of one partition whose LSO rests below its HW for `seconds`, then moves past it."""
+    t = np.arange(start_s, start_s + seconds + step / 2, step)
+    rows = pd.DataFrame({"t_ns": (T + t * S).astype(np.int64), "partition": partition, "high_watermark": hw,
+                         "last_stable_offset": lso_at})
+    after = pd.DataFrame({"t_ns": [int(T + (t[-1] + 2) * S)], "partition": partition, "high_watermark": hw + 1,
+                          "last_stable_offset": hw + 1})
+    return pd.concat([rows, after], ignore_index=True)
+
+
+# -- Kafka's bound: transaction.timeout.ms + the coordinator's abort interval + the markers' write -----------------
+
+def test_the_bound_is_the_timeout_plus_the_coordinators_abort_interval():
+    assert abort_bound_ms(20000) == 20000 + 10000 + 5000
+    assert abort_bound_ms(60000, abort_interval_ms=1000) == 66000
+
+
+def test_a_processor_stopped_mid_transaction_is_aborted_within_the_bound_and_is_not_stuck():
+    # the real run (seed 35, 20 s timeout): the LSO rested 25.5 s after the heal, the abort came 34 s after the
+    # transaction began; judged against the timeout alone it was lso_stuck
+    assert lso.find(resting(25.5), healed_ns=int(T + 39.5 * S), timeout=20000).empty
+    out = lso.find(resting(36.0), healed_ns=int(T + 39.5 * S), timeout=20000)        # the counter-case
+    assert out["kind"].tolist() == ["lso_stuck"] and out["classification"].tolist() == ["violation"]
+    assert "35000 ms in all" in out["reason"].iat[0]
+
+
+# -- the producer, as the brokers named it to the final drain --------------------------------------------------------
+
+def stuck_at(lso_at=286, *open_txns):
+    return {"0": {"lso": lso_at, "hw": 311, "open": list(open_txns)}}
+
+
+def test_lso_stuck_names_the_producer_whose_transaction_starts_at_the_stuck_offset():
+    other = {"producer_id": 7, "producer_epoch": 0, "start_offset": 300, "last_timestamp_ms": 1}
+    holder = {"producer_id": 4001, "producer_epoch": 3, "start_offset": 286, "last_timestamp_ms": 1}
+    out = lso.find(resting(40), int(T + 39.5 * S), 20000, stuck=stuck_at(286, other, holder),
+                   rules=transaction_rules("4.4.0", transaction_version=2))
+    reason = out["reason"].iat[0]
+    assert "held by producer id 4001 (epoch 3)" in reason and "producer id 7" not in reason
+    assert "epoch bump" in reason or "bumps the producer epoch" in reason
+
+
+def test_lso_stuck_says_when_no_producer_was_named_and_why():
+    samples, healed = resting(40), int(T + 39.5 * S)
+    assert "brokers named no open transaction (TimeoutException" in lso.find(
+        samples, healed, 20000, stuck=stuck_at(286, {"error": "TimeoutException: x"}))["reason"].iat[0]
+    assert "were not asked" in lso.find(samples, healed, 20000, stuck={})["reason"].iat[0]
+    old = lso.find(samples, healed, 20000, stuck=stuck_at(286), rules=transaction_rules("2.8.2", "zookeeper"))
+    assert "cannot name the open transaction's producer" in old["reason"].iat[0]
+
+
+# -- the release's transaction rules, both sides of each boundary ----------------------------------------------------
+
+@pytest.mark.parametrize("rule, before, since", [
+    ("timed_out_transactions_aborted", "0.10.2", "0.11.0"),
+    ("describe_producers", "2.8.2", "3.0.0"),
+    ("transaction_partition_verification", "3.5.2", "3.6.0"),
+    ("epoch_bump_per_transaction", "3.9.2", "4.0.0"),
+])
+def test_each_transaction_rule_holds_from_its_release(rule, before, since):
+    assert not applies(rule, before) and applies(rule, since)
+
+
+def test_a_late_write_can_hang_a_partition_only_before_verification():
+    assert "no transaction verification" in transaction_rules("3.5.2").hanging()
+    assert "verifies a transactional write" in transaction_rules("3.6.0").hanging()
+
+
+def test_the_epoch_bump_needs_transaction_version_2_as_well_as_4_0():
+    assert not transaction_rules("3.9.2", transaction_version=2).epoch_bump       # no feature before 4.0
+    assert transaction_rules("3.9.2").transaction_version == 0
+    assert not transaction_rules("4.4.0", transaction_version=1).epoch_bump
+    assert transaction_rules("4.4.0", transaction_version=2).epoch_bump
+    assert not transaction_rules("4.4.0").epoch_bump                               # not known: not assumed
+    assert "may still join the producer's next transaction" in transaction_rules("4.0.0", transaction_version=1
+                                                                                 ).hanging()
+
+
+def test_the_transaction_version_is_read_from_the_controllers_feature_record(tmp_path):
+    (tmp_path / "logs").mkdir()
+    assert transaction_version(tmp_path) is None
+    (tmp_path / "logs/kc-x-c101.log").write_text(
+        "[2026-11-27 21:01:11,483] INFO [QuorumController id=101] Replayed a FeatureLevelRecord setting feature "
+        "transaction.version to 1 (org.apache.kafka.controller.FeatureControlManager)\n")
+    assert transaction_version(tmp_path) == 1
+
+
+# -- a read_committed drain resting at the stuck LSO -------------------------------------------------------------------
+
+def drain(stuck: bool) -> dict:
+    d = {"healthy": True, "incomplete": [1] if stuck else [], "ends": {"0": 2, "1": 40}, "records": 2}
+    if stuck:
+        d["stuck"] = {"1": {"lso": 10, "hw": 40, "open": [{"producer_id": 9, "producer_epoch": 1,
+                                                             "start_offset": 10, "last_timestamp_ms": 0}]}}
+    return d
+
+
+def test_a_drain_resting_at_the_lso_makes_the_partition_incomplete_with_the_reason():
+    m = RunMeta(run_id="r", partitions=2, replication_factor=3, min_insync_replicas=2, drain=drain(True))
+    c = completeness(m, {0: 2, 1: 10}, {0, 1})
+    assert c.status == "incomplete" and list(c.incomplete) == [1]
+    assert "rested at the last stable offset 10, below the high watermark 40" in c.incomplete[1]
+    assert "producer id 9" in c.incomplete[1]
+
+
+def stuck_run(tmp_path, name, stuck_drain: bool, lso_rest_s: float):
+    """Partition 1: acked write `z` at offset 20, above an LSO of 10 that rests `lso_rest_s` after the heal."""
+    sends = [send("a", offset=0, t=1000), send("b", offset=1, t=1000), send("z", partition=1, offset=20, t=2000)]
+    reads = [read("a", offset=0, t=100_000), read("b", offset=1, t=100_000)]
+    if not stuck_drain:                           # the same run whose drain read partition 1 and found z gone
+        reads.append(read("y", partition=1, offset=10, t=100_000))
+    faults = [fault(3000, "start", "kill", [1], signal="SIGKILL"), fault(5000, "heal", "kill", [1])]
+    meta = {"partitions": 2, "kafka_version": "4.4.0", "brokers": [1, 2, 3], "controllers": [101],
+            "start_ns": T, "end_ns": T + 120_000 * MS, "drain": drain(stuck_drain),
+            "producers": [{"name": "p0", "acks": "all", "idempotent": True}],
+            "eos": {"transaction_timeout_ms": 20000},
+            "broker_settings": {"replica.lag.time.max.ms": "5000", "broker.session.timeout.ms": "6000"}}
+    run = write_run(tmp_path / name, sends, reads, faults, **meta)
+    samples = resting(lso_rest_s, lso_at=10, hw=40, partition=1, start_s=6.0)
+    pq.write_table(pa.Table.from_pandas(samples, schema=LSO_SCHEMA, preserve_index=False),
+                   run / "history/lso.parquet")
+    return run
+
+
+def check(run):
+    code = main(["check", str(run), "--engine", "pandas", "--force"])
+    return code, json.loads((run / "verdict.json").read_text())
+
+
+def test_a_write_above_a_proven_stuck_lso_is_not_lost_and_the_run_is_invalid(tmp_path):
+    code, v = check(stuck_run(tmp_path, "stuck", stuck_drain=True, lso_rest_s=60))
+    assert code == 1 and v["status"] == "invalid" and v["violations"] == {"lso_stuck": 1}
+    assert v["anomalies"]["lost"] == 0 and "rested at the last stable offset" in v["incomplete"]["partitions"]["1"]
+
+
+def test_a_drain_resting_at_an_lso_not_proven_stuck_gives_no_verdict(tmp_path):
+    code, v = check(stuck_run(tmp_path, "slow", stuck_drain=True, lso_rest_s=20))
+    assert code == 3 and v["status"] == "incomplete" and v["valid"] is None
+    assert v["anomalies"]["lost"] == 0 and v["anomalies"]["lso_stuck"] == 0
+
+
+def test_the_counter_case_the_same_write_missing_from_a_drain_that_read_past_it_is_lost(tmp_path):
+    code, v = check(stuck_run(tmp_path, "read", stuck_drain=False, lso_rest_s=20))
+    assert code == 1 and v["violations"].get("lost") == 1
