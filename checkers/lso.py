@@ -69,9 +69,10 @@ def timeout_ms(extra: dict) -> int:
 
 
 def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None, stuck: dict | None = None,
-         rules: TransactionRules | None = None) -> pd.DataFrame:
+         rules: TransactionRules | None = None, txn_ids: dict[int, str] | None = None) -> pd.DataFrame:
     """Judged `lso_stuck` rows from lso.parquet's samples. stuck: meta.json's drain.stuck (partition -> where the
-    drain rested and the open transactions the brokers named); rules: the run's transaction rules."""
+    drain rested and the open transactions the brokers named); rules: the run's transaction rules; txn_ids: producer
+    id -> transactional.id, from the coordinators' logs (history.controller_log.transactional_ids)."""
     rows = []
     s = samples.dropna(subset=["last_stable_offset", "high_watermark"]).sort_values(["partition", "t_ns"])
     if healed_ns is None or not len(s):
@@ -92,19 +93,21 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None,
             continue
         p, at = int(g["p"].iloc[0]), int(g["lso"].iloc[0])
         cause = destructive_cause(model, p)
-        why = f"; the model predicts {cause} on it (the shape of KAFKA-20716)" if cause else ""
+        why = who_holds(p, at, stuck, rules, txn_ids)
+        why += f"; the model predicts {cause} on it (the shape of KAFKA-20716)" if cause else ""
         rows.append({"kind": "lso_stuck", "partition": p, "offset": at, "t_invoke_ns": a, "t_complete_ns": b,
                      "classification": "violation",
                      "reason": f"partition {p}'s last stable offset stayed at {at}, below the high watermark (up to "
                                f"{int(g['hw'].max())}), for {(b - a) / 1e9:.1f} s, {after / 1e9:.1f} s of it after "
                                f"every fault had healed: longer than transaction.timeout.ms ({timeout} ms) plus the "
                                f"coordinator's abort interval and marker write ({bound} ms in all), by which an open "
-                               f"transaction its coordinator knows is aborted{who_holds(p, at, stuck, rules)}{why}"
+                               f"transaction its coordinator knows is aborted{why}"
                                + (f"; {rules.hanging()}" if rules else "")})
     return rows_frame(rows, COLUMNS)
 
 
-def who_holds(partition: int, lso: int, stuck: dict | None, rules: TransactionRules | None) -> str:
+def who_holds(partition: int, lso: int, stuck: dict | None, rules: TransactionRules | None,
+              txn_ids: dict[int, str] | None = None) -> str:
     """'; held by producer id N ...' from the open transactions the brokers named to the final drain."""
     if rules is not None and not rules.names_producer:
         return f"; Kafka {rules.version} cannot name the open transaction's producer (DescribeProducers: 3.0+)"
@@ -116,5 +119,8 @@ def who_holds(partition: int, lso: int, stuck: dict | None, rules: TransactionRu
     if not here:
         errors = [o["error"] for o in entry.get("open") or [] if "error" in o]
         return "; the brokers named no open transaction" + (f" ({errors[0]})" if errors else "")
-    return "; held by " + ", ".join(f"producer id {o['producer_id']} (epoch {o['producer_epoch']}), whose "
-                                    f"transaction the leader has open from offset {o['start_offset']}" for o in here)
+    named_as = {o["producer_id"]: f", transactional.id {txn_ids[o['producer_id']]}" for o in here
+                if o["producer_id"] in (txn_ids or {})}
+    return "; held by " + ", ".join(f"producer id {o['producer_id']} (epoch {o['producer_epoch']}"
+                                    f"{named_as.get(o['producer_id'], '')}), whose transaction the leader has open "
+                                    f"from offset {o['start_offset']}" for o in here)

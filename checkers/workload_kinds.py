@@ -9,7 +9,7 @@ import pandas as pd
 
 from kafka_chaos.checkers import eos, groups, lso, txns
 from kafka_chaos.checkers.model.releases import transaction_rules
-from kafka_chaos.history.controller_log import transaction_version
+from kafka_chaos.history.controller_log import transaction_version, transactional_ids
 from kafka_chaos.history.meta import RunMeta
 
 
@@ -33,7 +33,7 @@ def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mode
     if samples is not None:
         rules = transaction_rules(meta.kafka_version, meta.metadata_mode, transaction_version(run_dir))
         extra.append(lso.find(samples, lso.heals(run_dir), lso.timeout_ms(meta.extra), model,
-                              (meta.drain or {}).get("stuck"), rules))
+                              (meta.drain or {}).get("stuck"), rules, transactional_ids(run_dir)))
     parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
     if not parts:
         return judged

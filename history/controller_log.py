@@ -140,3 +140,21 @@ def transaction_version(run_dir: Path | str) -> int | None:
                 if hit:
                     level = int(hit.group(1))
     return level
+
+
+_TXN_ID = re.compile(r"Initialized transactionalId (\S+) with producerId (\d+) and producer epoch")
+
+
+def transactional_ids(run_dir: Path | str) -> dict[int, str]:
+    """producer id -> the transactional.id it was given, from the transaction coordinators' `Initialized
+    transactionalId X with producerId N and producer epoch E` lines (TransactionCoordinator.handleInitProducerId,
+    INFO) in the brokers' logs; {} without them."""
+    out: dict[int, str] = {}
+    logs = Path(run_dir) / "logs"
+    for path in sorted(logs.glob("*-b*.log")) if logs.is_dir() else ():
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                hit = _TXN_ID.search(line) if "Initialized transactionalId" in line else None
+                if hit:
+                    out[int(hit.group(2))] = hit.group(1)
+    return out

@@ -15,7 +15,7 @@ from kafka_chaos.checkers import lso
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.model.releases import applies, transaction_rules
 from kafka_chaos.harness.cli import main
-from kafka_chaos.history.controller_log import transaction_version
+from kafka_chaos.history.controller_log import transaction_version, transactional_ids
 from kafka_chaos.history.eos import abort_bound_ms
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import LSO_SCHEMA
@@ -63,6 +63,8 @@ def test_lso_stuck_names_the_producer_whose_transaction_starts_at_the_stuck_offs
                    rules=transaction_rules("4.4.0", transaction_version=2))
     reason = out["reason"].iat[0]
     assert "held by producer id 4001 (epoch 3)" in reason and "producer id 7" not in reason
+    named = lso.find(resting(40), int(T + 39.5 * S), 20000, stuck=stuck_at(286, holder), txn_ids={4001: "run-e0"})
+    assert "producer id 4001 (epoch 3, transactional.id run-e0)" in named["reason"].iat[0]
     assert "epoch bump" in reason or "bumps the producer epoch" in reason
 
 
@@ -109,6 +111,11 @@ def test_the_transaction_version_is_read_from_the_controllers_feature_record(tmp
         "[2026-11-27 21:01:11,483] INFO [QuorumController id=101] Replayed a FeatureLevelRecord setting feature "
         "transaction.version to 1 (org.apache.kafka.controller.FeatureControlManager)\n")
     assert transaction_version(tmp_path) == 1
+    (tmp_path / "logs/kc-x-b2.log").write_text(
+        "[2026-11-27 21:10:19,059] INFO [TransactionCoordinator id=1] Initialized transactionalId run-e0 with "
+        "producerId 1001 and producer epoch 0 on partition __transaction_state-41 (kafka.coordinator.transaction."
+        "TransactionCoordinator)\n")
+    assert transactional_ids(tmp_path) == {1001: "run-e0"}
 
 
 # -- a read_committed drain resting at the stuck LSO -------------------------------------------------------------------
