@@ -43,3 +43,18 @@ def test_the_program_compiles_once_into_the_cache():
             .count("KafkaChaosClient.class") == 1)
     assert build(version).classpath == first.classpath          # same inputs: the same cached directory
     assert any(p.endswith(f"kafka-clients-{version}.jar") for p in first.classpath.split(":"))
+
+
+def test_a_transactional_java_producer_runs_its_own_program_with_the_transaction_shape():
+    spec = JavaProducerSpec(0, ProducerProfile(name="j0", transactional=True, txn_size=30, abort_every=4,
+                                               client="java").validate(),
+                            "10.0.0.1:9092", "chaos", 3, "/tmp/j", "cp")
+    args = producer_args(spec)
+    assert args[0] != "producer"                       # JavaTxnProducer takes no mode word
+    kv = dict(a.split("=", 1) for a in args)
+    assert kv["txn_size"] == "30" and kv["abort_every"] == "4"
+
+
+def test_open_transactions_are_not_asked_of_a_client_older_than_3_0():
+    from kafka_chaos.workloads.java_client import JavaClient, open_transactions
+    assert open_transactions(JavaClient("2.8.2", "cp"), "b:9092", "chaos", [0]) == {}
