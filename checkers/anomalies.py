@@ -52,16 +52,22 @@ __all__ = ["Findings", "find_anomalies_spark"]
 
 
 def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
-                         breach_windows: dict[str, list[tuple[int, int, int]]] | Future | None = None) -> Findings:
+                         breach_windows: dict[str, list[tuple[int, int, int]]] | Future | None = None,
+                         sources: dict[str, str] | None = None) -> Findings:
     """Every anomaly instance of every run in `runs` ({run_id: results dir}) in one Spark session.
+
+    sources: {run_id: URL} for runs whose history Spark's jobs read from there rather than from the results dir
+    (s3a://bucket/prefix/run_id: the executors need no disk of the driver's); the driver's own small reads (file
+    footers, the local availability pass) use the results dir, a copy of the same files.
 
     breach_windows: per run, (partition, start_ns, end_ns) windows in which the ISR model is certain the ISR was
     below min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances. May be a
     Future of them (the model still running): only that job waits for it.
     """
     run_ids = list(runs)
-    sends = load(spark, runs, "sends.parquet", SEND_COLUMNS)
-    reads = load(spark, runs, "reads.parquet", READ_COLUMNS)
+    read_from = {run_id: (sources or {}).get(run_id, run_dir) for run_id, run_dir in runs.items()}
+    sends = load(spark, read_from, "sends.parquet", SEND_COLUMNS)
+    reads = load(spark, read_from, "reads.parquet", READ_COLUMNS)
     rows = row_count(runs, "sends.parquet") + row_count(runs, "reads.parquet")
 
     # Independent queries run concurrently. The longest chain (bucket sums and nonmonotonic sends, then the
@@ -136,8 +142,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
             rows = int(sums.merge(unclean, on=buckets.KEYS)["n"].sum())
     else:
         s_src, r_src = sends, reads
-    mono = q.small_frame(spark, [(int(r), int(o)) for r, o in zip(nonmono["run"], nonmono["op_id"])],
-                         "run int, op_id long")
+    mono = q.small_frame(spark, nonmono[["run", "op_id"]], "run int, op_id long")
 
     def pass_over(s: DataFrame, r: DataFrame) -> pd.DataFrame:
         events = q.value_events(s, r, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
@@ -190,10 +195,9 @@ def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach
 def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame,
                   breached: pd.DataFrame) -> pd.DataFrame:
     """The send columns of every candidate that was sent, fetched for just those op_ids."""
-    sent = per_value[per_value["op_id"].notna()]
-    keys = sorted({(int(r), int(o)) for r, o in zip(sent["run"], sent["op_id"])} |
-                  {(int(r), int(o)) for r, o in zip(breached["run"], breached["op_id"])})
-    if not keys:
+    keys = pd.concat([per_value.loc[per_value["op_id"].notna(), ["run", "op_id"]], breached[["run", "op_id"]]],
+                     ignore_index=True).astype("int64").drop_duplicates()
+    if not len(keys):
         return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
     return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")
 

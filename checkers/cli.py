@@ -46,7 +46,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from kafka_chaos.checkers.check import check_many
     from kafka_chaos.history.objstore import Staged
 
-    # s3://bucket/prefix: its complete runs staged locally, checked, and what the check wrote uploaded back
-    with Staged(args.paths) as paths:
+    # s3://bucket/prefix: its complete runs staged locally (the driver's reads), Spark's jobs reading the bucket
+    # itself through s3a (checkers.s3a), and what the check wrote uploaded back
+    staged = Staged(args.paths)
+    with staged as paths:
         return check_many(paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
-                          settings=settings_from(args), as_json=args.json)
+                          settings=settings_from(args), as_json=args.json, sources=staged.sources())

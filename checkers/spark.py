@@ -167,8 +167,12 @@ def heap_options(memory: str) -> str | None:
     return f"-Xmn{young}m {METASPACE_OPTION}" if young >= 16 else None
 
 
-def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", java_options: str | None = None):
+def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", java_options: str | None = None,
+              extra_conf: dict[str, str] | None = None):
     """Return this process's SparkSession, creating it on first use.
+
+    extra_conf: more settings for a session this call starts (checkers.s3a's jars and s3a settings); a session
+    already running keeps its own.
 
     java_options: the driver JVM's options when this call starts it (default: `default_java_options`). They go in
     spark.driver.defaultJavaOptions, so a user's spark.driver.extraJavaOptions still applies after them. Executors
@@ -194,7 +198,7 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", ja
     loopback = on_loopback(effective)
     if loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    conf = {"spark.app.name": app_name} | session_config(local, loopback, submitted)
+    conf = {"spark.app.name": app_name} | session_config(local, loopback, submitted) | (extra_conf or {})
     if not submitted:       # our JVM: Spark's start-up lines stay off the terminal (checkers.spark_quiet)
         conf["spark.driver.defaultJavaOptions"] = " ".join(
             filter(None, (java_options or default_java_options(), spark_quiet.LOG4J2_OPTION)))

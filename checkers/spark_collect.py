@@ -24,8 +24,9 @@ ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows: hash 
 CRITICAL = "critical"                      # the scheduler pool of the check's longest chain (spark_pools.xml)
 
 
-def load(spark: SparkSession, runs: dict[str, Path], name: str, columns: dict[str, str]) -> DataFrame:
-    """One file of every run, read straight from Parquet, with `run` (the run's index) on every row.
+def load(spark: SparkSession, runs: dict[str, Path | str], name: str, columns: dict[str, str]) -> DataFrame:
+    """One file of every run, read straight from Parquet, with `run` (the run's index) on every row. A run is a
+    local results directory, or the URL of one Spark reads itself (s3a://bucket/prefix/run_id: checkers.s3a).
 
     The schema is given rather than inferred (inference is one more Spark job per file); the files were
     validated against the same schema before, so only the columns used here are declared.
@@ -33,12 +34,18 @@ def load(spark: SparkSession, runs: dict[str, Path], name: str, columns: dict[st
     schema = ", ".join(f"`{c}` {t}" for c, t in columns.items())
     frames = []
     for index, run_dir in enumerate(runs.values()):
-        df = spark.read.schema(schema).parquet(str(Path(run_dir) / "history" / name))
+        df = spark.read.schema(schema).parquet(history_file(run_dir, name))
         frames.append(df.select(F.lit(index).alias("run"), *columns))
     out = frames[0]
     for df in frames[1:]:
         out = out.unionByName(df)
     return out
+
+
+def history_file(run_dir: Path | str, name: str) -> str:
+    """history/<name> of a run directory or of a run's URL (a Path would fold the URL's '//')."""
+    text = str(run_dir)
+    return f"{text.rstrip('/')}/history/{name}" if "://" in text else str(Path(run_dir) / "history" / name)
 
 
 def row_count(runs: dict[str, Path], name: str) -> int:

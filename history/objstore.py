@@ -302,6 +302,10 @@ class Staged:
             local += [str(d) for _, d in staged]
         return local
 
+    def sources(self) -> dict[str, str]:
+        """{local copy (resolved): the run's s3:// URL} of every staged run."""
+        return {str(run_dir.resolve()): f"{root.url}/{run_dir.name}" for root, run_dir in self.runs}
+
     def publish(self) -> list[str]:
         """Uploads what changed in every staged run; returns the s3:// URLs of the files uploaded."""
         out = []

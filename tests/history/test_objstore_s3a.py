@@ -1,30 +1,107 @@
-"""Spark reading a run straight from the real local S3 server through s3a:// (checkers/s3a.py's jars and settings):
-the same rows as the file on disk. Credentials only through the environment (the SDK's default chain)."""
+"""Spark reading runs straight from the real local S3 server through s3a:// (checkers/s3a.py's jars and settings):
+the same rows as the file on disk, and `kafka-chaos check s3://bucket/prefix` on local Spark and on a standalone
+cluster (a master and two workers on loopback) giving exactly the local verdicts and anomaly rows, its executors
+reading the bucket, not the driver's staged copies. Credentials only through the environment (the SDK's default
+chain). Each check runs in a process of its own: a Spark session another test left in this one would not take the
+s3a jars.
+
+The runs: a real chaos run (leader-kill, acks=1: 240 acked writes lost, all predicted) when this machine has the
+stored ones (KAFKA_CHAOS_REAL_RUNS, by default /work/realruns/r), and a synthetic run with injected anomalies."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from kafka_chaos.base.errors import EnvironmentProblem
 from kafka_chaos.history import objstore
 from kafka_chaos.history.synthetic import write_synthetic_run
+from tests.checkers.spark_standalone import Standalone
+from tests.checkers.test_spark_cluster import DRIVER, INJECT, copy_run
 from tests.history.test_objstore import s3, server  # noqa: F401  (the fixtures: one real server per module)
 
 pytestmark = [pytest.mark.objstore, pytest.mark.spark]
+BIN = Path(sys.executable).parent
+REAL_RUNS = Path(os.environ.get("KAFKA_CHAOS_REAL_RUNS", "/work/realruns/r"))
+REAL_RUN = "20261127T180034-leader-kill-acks1-isr2-s101"
+IGNORE = ("checker", "timings")        # which Spark application judged it, and how long it took
 
 
-def test_spark_reads_an_uploaded_run_through_s3a(s3, tmp_path):  # noqa: F811
+@pytest.fixture(scope="module")
+def s3a_ready():
     from kafka_chaos.checkers import s3a
 
     try:
-        conf = s3a.s3a_conf()
+        return s3a.s3a_conf()
     except EnvironmentProblem as e:
         pytest.skip(f"{e.cause}: {e.remedy}")
-    assert not any("secret" in k.lower() or "access.key" in k.lower() for k in conf)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    source = tmp_path_factory.mktemp("source")
+    if (REAL_RUNS / REAL_RUN / "meta.json").exists():
+        copy_run(REAL_RUNS / REAL_RUN, source / REAL_RUN)          # a copy: the stored run is never touched
+    write_synthetic_run(source / "synthetic", sends=3000, seed=4, consumers=2, inject=INJECT)
+    return source
+
+
+def outputs_local(root: Path) -> dict[str, tuple[dict, pa.Table]]:
+    out = {}
+    for run in sorted(p for p in root.iterdir() if p.is_dir()):
+        verdict = json.loads((run / "verdict.json").read_text())
+        out[run.name] = ({k: v for k, v in verdict.items() if k not in IGNORE},
+                         pq.read_table(run / "anomalies.parquet"))
+    return out
+
+
+def outputs_bucket(root: objstore.S3Root) -> tuple[dict[str, tuple[dict, pa.Table]], dict[str, dict]]:
+    out, checkers = {}, {}
+    for name in objstore.list_names(root):
+        verdict = json.loads(objstore.read_bytes(root, name, "verdict.json"))
+        checkers[name] = verdict["checker"]
+        out[name] = ({k: v for k, v in verdict.items() if k not in IGNORE},
+                     pq.read_table(pa.BufferReader(objstore.read_bytes(root, name, "anomalies.parquet"))))
+        assert "verdict.json" in objstore.marker(root, name)["files"]         # the marker rewritten with it
+    return out, checkers
+
+
+def assert_same(got: dict, expected: dict) -> None:
+    assert got.keys() == expected.keys()
+    for name, (verdict, table) in expected.items():
+        assert got[name][0] == verdict, name
+        assert got[name][1].equals(table), name
+
+
+@pytest.fixture(scope="module")
+def local(runs, tmp_path_factory) -> tuple[int, dict]:
+    """The reference: `check` over a local copy, local Spark, in a fresh process."""
+    root = tmp_path_factory.mktemp("local")
+    for run in runs.iterdir():
+        shutil.copytree(run, root / run.name)
+    done = subprocess.run([str(BIN / "kafka-chaos"), "check", str(root)], env={**os.environ, **DRIVER},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    result = outputs_local(root)
+    assert {k: result["synthetic"][0]["anomalies"][k] for k in INJECT} == INJECT
+    return done.returncode, result
+
+
+def upload(runs: Path, root: objstore.S3Root) -> None:
+    for run in runs.iterdir():
+        objstore.upload_run(run, root)
+
+
+def test_spark_reads_an_uploaded_run_through_s3a(s3, s3a_ready, tmp_path):  # noqa: F811
+    assert not any("secret" in k.lower() or "access.key" in k.lower() for k in s3a_ready)
     run = write_synthetic_run(tmp_path / "r1", sends=2000, seed=3)
     objstore.upload_run(run, s3)
     url = f"s3a://{s3.bucket}/{s3.prefix}/r1/history/sends.parquet"
@@ -32,9 +109,46 @@ def test_spark_reads_an_uploaded_run_through_s3a(s3, tmp_path):  # noqa: F811
             ".config('spark.ui.enabled', 'false'); conf = json.loads(sys.argv[1])\n"
             "for k, v in conf.items(): b = b.config(k, v)\n"
             "s = b.getOrCreate(); print('ROWS', s.read.parquet(sys.argv[2]).count()); s.stop()")
-    # its own process: a Spark session another test left in this one would not take the jars
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(conf), url], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(s3a_ready), url], capture_output=True, text=True,
                           timeout=540)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = int(done.stdout.split("ROWS", 1)[1].split()[0])
     assert rows == pq.ParquetFile(run / "history" / "sends.parquet").metadata.num_rows == 2000
+
+
+def test_check_of_a_bucket_on_local_spark_reads_through_s3a_with_the_local_verdicts(
+        s3, s3a_ready, runs, local, server):  # noqa: F811
+    upload(runs, s3)
+    done = subprocess.run([str(BIN / "kafka-chaos"), "check", s3.url], env={**os.environ, **DRIVER},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == local[0], done.stdout + done.stderr
+    got, checkers = outputs_bucket(s3)
+    assert_same(got, local[1])
+    assert {c.get("history_read") for c in checkers.values()} == {"s3a"}
+    assert server.secret_key not in done.stdout + done.stderr
+
+
+def test_check_of_a_bucket_on_a_standalone_cluster_gives_the_local_verdicts_its_executors_reading_s3a(
+        s3, s3a_ready, runs, local, tmp_path):  # noqa: F811
+    upload(runs, s3)
+    cluster = Standalone(tmp_path / "spark", workers=2, cores=1, memory="2g").start()
+    try:
+        env = cluster.env(**DRIVER, PYSPARK_PYTHON=str(tmp_path / "no-python-on-executors"))
+        done = subprocess.run([str(BIN / "kafka-chaos"), "check", s3.url, "--spark-master", cluster.url], env=env,
+                              capture_output=True, text=True, timeout=900)
+        status = cluster.idle()
+    finally:
+        cluster.stop()
+    assert done.returncode == local[0], done.stdout + done.stderr
+    got, checkers = outputs_bucket(s3)
+    assert_same(got, local[1])
+    assert {(c.get("spark_master"), c.get("history_read")) for c in checkers.values()} == {(cluster.url, "s3a")}
+    assert [a["state"] for a in status["completedapps"]] == ["FINISHED"]
+    # the executors' own logs: every history file they opened was the bucket's, none the driver's staged copy
+    logs = "".join(e.read_text() for e in (tmp_path / "spark" / "work").glob("worker*/app-*/*/stderr"))
+    opened = [line for line in logs.splitlines() if "Reading File path:" in line]
+    assert opened and all(f"s3a://{s3.bucket}/{s3.prefix}/" in line for line in opened), opened[:3]
+    deadline = time.monotonic() + 15                # the driver's JVM exits just after its Python
+    while cluster.leftovers() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert cluster.leftovers() == []
