@@ -74,7 +74,8 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None,
     drain rested and the open transactions the brokers named); rules: the run's transaction rules; txn_ids: producer
     id -> transactional.id, from the coordinators' logs (history.controller_log.transactional_ids)."""
     rows = []
-    s = samples.dropna(subset=["last_stable_offset", "high_watermark"]).sort_values(["partition", "t_ns"])
+    s = with_drain(samples, stuck).dropna(subset=["last_stable_offset", "high_watermark"]) \
+        .sort_values(["partition", "t_ns"], kind="stable")
     if healed_ns is None or not len(s):
         return rows_frame(rows, COLUMNS)
     bound = abort_bound_ms(timeout)
@@ -104,6 +105,21 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None,
                                f"transaction its coordinator knows is aborted{why}"
                                + (f"; {rules.hanging()}" if rules else "")})
     return rows_frame(rows, COLUMNS)
+
+
+def with_drain(samples: pd.DataFrame, stuck: dict | None) -> pd.DataFrame:
+    """The samples, plus where the final drain rested (meta.json drain.stuck: its LSO and high watermark from
+    since_ns to until_ns) as two more samples of each such partition. The drain starts once every fault has healed,
+    and with no fault a partition's LSO does not go back (only a truncation, i.e. an unclean election, moves it
+    down), so a drain resting at the LSO the last samples showed extends that stretch to when the drain gave up:
+    the sampler stops with the workload, the drain waits on (a real cascade-kill run: samples 28.5 s after the heal,
+    the drain's rest 130 s)."""
+    extra = [{"t_ns": int(e[k]), "partition": int(p), "high_watermark": int(e["hw"]),
+              "last_stable_offset": int(e["lso"])}
+             for p, e in (stuck or {}).items() for k in ("since_ns", "until_ns") if e.get(k) is not None]
+    if not extra:
+        return samples
+    return pd.concat([samples, pd.DataFrame(extra).astype({"high_watermark": "float64"})], ignore_index=True)
 
 
 def who_holds(partition: int, lso: int, stuck: dict | None, rules: TransactionRules | None,

@@ -118,11 +118,11 @@ class _Resting:
     """Partitions whose read_committed position rests at the end of what is readable, below the high watermark."""
 
     def __init__(self):
-        self.since: dict[int, tuple[int, float]] = {}      # partition -> (position, since when)
+        self.since: dict[int, tuple[int, float, int]] = {}     # partition -> (position, since when, wall ns)
 
     def note(self, p: int, position: int, end: int) -> None:
         if position < end and self.since.get(p, (None,))[0] != position:
-            self.since[p] = (position, time.monotonic())
+            self.since[p] = (position, time.monotonic(), time.time_ns())
 
     def _resting(self, p: int, positions: dict[int, int]) -> bool:
         return p in self.since and self.since[p][0] == positions[p]
@@ -133,7 +133,11 @@ class _Resting:
         return {p for p in self.since if self._resting(p, positions) and time.monotonic() - self.since[p][1] > wait_s}
 
     def stuck(self, incomplete: list[int], positions: dict[int, int], ends: dict[int, int]) -> dict[int, dict]:
-        return {p: {"lso": positions[p], "hw": ends[p], "open": []} for p in incomplete if self._resting(p, positions)}
+        """partition -> where it rested and from when to when (wall clock ns): checkers/lso.py extends the
+        sampled stretch of that LSO through the drain."""
+        now = time.time_ns()
+        return {p: {"lso": positions[p], "hw": ends[p], "since_ns": self.since[p][2], "until_ns": now, "open": []}
+                for p in incomplete if self._resting(p, positions)}
 
 
 def _name_open(stuck: dict[int, dict], name_open) -> None:
@@ -150,7 +154,7 @@ def _high_watermarks(cluster, topic: str) -> dict[int, int]:
     """Each partition's high watermark (read_uncommitted); empty if the admin client cannot say (the consumer's
     own ends are used then)."""
     try:
-        return retry_call(lambda: cluster.high_watermarks(topic, timeout=10), 60, errors=Exception)
+        return retry_call(lambda: cluster.high_watermarks(topic, timeout=10), 20, errors=Exception)
     except Exception as e:          # noqa: BLE001 - a fault may have left no leader; the consumer's ends remain
         log.warning("final drain: high watermarks of %s not read (%s): ends are the consumer's", topic, e)
         return {}

@@ -68,6 +68,23 @@ def test_lso_stuck_names_the_producer_whose_transaction_starts_at_the_stuck_offs
     assert "epoch bump" in reason or "bumps the producer epoch" in reason
 
 
+def test_the_drains_rest_at_the_same_lso_extends_the_sampled_stretch():
+    # the real cascade-kill run's shape: samples end 28.5 s after the heal (under the 35 s bound), the drain rests
+    # at the same LSO for 130 s more: stuck, and the producer named
+    samples, healed = resting(29.5, lso_at=858, hw=883, start_s=51.0), int(T + 52.0 * S)
+    samples = samples.iloc[:-1]                               # the LSO never moved past it
+    assert lso.find(samples, healed, 20000).empty
+    holder = {"producer_id": 1, "producer_epoch": 0, "start_offset": 858, "last_timestamp_ms": 1}
+    rest = {"0": {"lso": 858, "hw": 883, "since_ns": int(T + 150 * S), "until_ns": int(T + 185 * S),
+                  "open": [holder]}}
+    out = lso.find(samples, healed, 20000, stuck=rest, txn_ids={1: "run-e0"})
+    assert out["kind"].tolist() == ["lso_stuck"] and "133.0 s of it after every fault had healed" in \
+        out["reason"].iat[0] and "transactional.id run-e0" in out["reason"].iat[0]
+    # the counter-case: the drain rested at a later LSO (the stuck one had moved on): no stretch joined
+    moved = {"0": {**rest["0"], "lso": 883, "hw": 900}}
+    assert lso.find(samples, healed, 20000, stuck=moved).empty
+
+
 def test_lso_stuck_says_when_no_producer_was_named_and_why():
     samples, healed = resting(40), int(T + 39.5 * S)
     assert "brokers named no open transaction (TimeoutException" in lso.find(

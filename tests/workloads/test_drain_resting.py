@@ -8,6 +8,7 @@ from kafka_chaos.workloads import drain
 def test_a_partition_resting_below_its_end_is_given_up_after_the_wait_and_recorded_stuck(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "time_ns", lambda: 5)
     r = drain._Resting()
     r.note(0, 286, 311)                         # at EOF, below the high watermark
     r.note(1, 50, 50)                           # at its end: not resting
@@ -16,7 +17,10 @@ def test_a_partition_resting_below_its_end_is_given_up_after_the_wait_and_record
     clock[0] = 136.0
     assert r.given_up(positions, 35.0) == {0}
     assert r.given_up(positions, None) == set()              # no wait given: only the read timeout ends it
-    assert r.stuck([0], positions, {0: 311, 1: 50}) == {0: {"lso": 286, "hw": 311, "open": []}}
+    monkeypatch.setattr(time, "time_ns", lambda: 7)
+    stuck = r.stuck([0], positions, {0: 311, 1: 50})
+    assert list(stuck) == [0] and stuck[0]["lso"] == 286 and stuck[0]["hw"] == 311 and stuck[0]["until_ns"] == 7
+    assert stuck[0]["since_ns"] <= stuck[0]["until_ns"] and stuck[0]["open"] == []
 
 
 def test_a_position_that_moves_on_starts_the_wait_again(monkeypatch):
