@@ -1,6 +1,8 @@
 """`run --results s3://bucket/prefix`: the run journals into a local staging root as ever (crash-safe, on local disk),
 and when it ends every run directory staged is uploaded under the prefix, each run's completion marker last
 (history/objstore.py). The bucket is tried before the run starts, so a wrong URL or missing credentials cost no run.
+A run killed before its upload ended (kill -9, a lost runner) leaves no complete run in the bucket, and its staging
+root on local disk, named when the run starts: `kafka-chaos upload STAGING s3://...` completes it.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ def run_into_bucket(args, run_command) -> int:
     objstore.check_reachable(root, fs=fs)     # the bucket there, credentials accepted, before a long run
     stage = Path(tempfile.mkdtemp(prefix="kafka-chaos-upload-"))
     args.results = stage
+    log.info("journal staged in %s; uploaded to %s when the run ends (if it is cut short: kafka-chaos upload %s %s)",
+             stage, root.url, stage, root.url)
     code = None
     try:
         code = run_command(args)
