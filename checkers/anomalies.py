@@ -195,8 +195,9 @@ def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach
 def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame,
                   breached: pd.DataFrame) -> pd.DataFrame:
     """The send columns of every candidate that was sent, fetched for just those op_ids."""
-    keys = pd.concat([per_value.loc[per_value["op_id"].notna(), ["run", "op_id"]], breached[["run", "op_id"]]],
-                     ignore_index=True).astype("int64").drop_duplicates()
+    parts = [f for f in (per_value.loc[per_value["op_id"].notna(), ["run", "op_id"]], breached[["run", "op_id"]])
+             if len(f)]
+    keys = pd.concat(parts, ignore_index=True).astype("int64").drop_duplicates() if parts else breached[[]]
     if not len(keys):
         return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
     return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")

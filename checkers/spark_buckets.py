@@ -147,9 +147,7 @@ def reads_summary(sums: pd.DataFrame) -> pd.DataFrame:
 
 
 def bucket_keys(spark: SparkSession, buckets: pd.DataFrame) -> DataFrame:
-    return q.small_frame(spark, [(int(r), int(p), int(b)) for r, p, b in
-                                 zip(buckets["run"], buckets["partition"], buckets["bucket"])],
-                         "run int, partition int, bucket long")
+    return q.small_frame(spark, buckets[KEYS], "run int, partition int, bucket long")
 
 
 def offset_ranges(buckets: pd.DataFrame) -> list[tuple[int, int, int, int]]:

@@ -32,9 +32,8 @@ def decide_ambiguous(spark: SparkSession, sends: DataFrame, reads: DataFrame, fo
     decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=list(hub.HUB_FLAGS))
     if not len(amb):
         return decided, pd.DataFrame(columns=AT)
-    keys = F.broadcast(q.small_frame(spark, list(zip(amb["run"].astype(int), amb["value"])), "run int, value string"))
-    mono = found[found["k_nonmonotonic_send"]]
-    mono = q.small_frame(spark, [(int(r), int(o)) for r, o in zip(mono["run"], mono["op_id"])], "run int, op_id long")
+    keys = F.broadcast(q.small_frame(spark, amb[["run", "value"]], "run int, value string"))
+    mono = q.small_frame(spark, found.loc[found["k_nonmonotonic_send"], ["run", "op_id"]], "run int, op_id long")
     events = q.value_events(sends.join(keys, ["run", "value"], "left_semi"),
                             reads.join(keys, ["run", "value"], "left_semi"),
                             spark.sparkContext.defaultParallelism).persist()
@@ -63,9 +62,7 @@ def double_acked(spark: SparkSession, sends: DataFrame, unplaced: set[int]) -> p
     buckets = to_pandas(hub.crowded_buckets(placed), "double acks: buckets")
     if not len(buckets):
         return pd.DataFrame(columns=AT)
-    keys = q.small_frame(spark, [(int(r), int(p), int(b)) for r, p, b in
-                                 zip(buckets["run"], buckets["partition"], buckets["bucket"])],
-                         "run int, partition int, bucket long")
+    keys = q.small_frame(spark, buckets[["run", "partition", "bucket"]], "run int, partition int, bucket long")
     return to_pandas(hub.double_acked(placed, keys), "double acks")
 
 
@@ -95,11 +92,23 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
     if not frames:
         return pd.DataFrame()
     wanted = pd.concat(frames, ignore_index=True)
-    keys = q.small_frame(spark, [(int(r), int(p), int(o)) for r, p, o in
-                                 zip(wanted["run"], wanted["partition"], wanted["offset"])],
-                         "run int, partition int, offset long")
+    keys = q.small_frame(spark, wanted[AT], "run int, partition int, offset long")
     read = to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
-    rows = read.groupby(AT, as_index=False).agg(value=("value", "min"), multiplicity=("value", "nunique"),
-                                                t_read_ns=("t_ns", "min"))
-    rows = rows[rows["multiplicity"] >= 2]
-    return instance_rows([rows.assign(kind="divergent")])
+    return instance_rows([several_values(read).assign(kind="divergent")])
+
+
+def several_values(read: pd.DataFrame) -> pd.DataFrame:
+    """Per position (run, partition, offset) read with two or more distinct values: the least value, how many
+    distinct, the first read. Values factorised to integers first: grouping 1.3M reads at 600k candidate positions
+    of an anomaly-dense history by the strings themselves (nunique) took the driver ~40 s."""
+    if not len(read):
+        return pd.DataFrame(columns=[*AT, "value", "multiplicity", "t_read_ns"])
+    code, _ = pd.factorize(read["value"])
+    distinct = read[AT].assign(code=code).drop_duplicates()
+    n = distinct.groupby(AT, sort=False).size()
+    several = n[n >= 2].rename("multiplicity").reset_index()
+    if not len(several):
+        return pd.DataFrame(columns=[*AT, "value", "multiplicity", "t_read_ns"])
+    at = read.merge(several[AT], on=AT)
+    rows = at.groupby(AT, as_index=False).agg(value=("value", "min"), t_read_ns=("t_ns", "min"))
+    return rows.merge(several, on=AT)

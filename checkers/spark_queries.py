@@ -321,13 +321,24 @@ def reads_at(reads: DataFrame, keys: DataFrame) -> DataFrame:
         .join(F.broadcast(keys), ["run", "stream", "seq"], "left_semi")
 
 
-def small_frame(spark: SparkSession, rows: list[tuple], schema: str) -> DataFrame:
-    """A driver-side table (a handful of keys) as a DataFrame to broadcast, e.g. "run int, op_id long".
+def small_frame(spark: SparkSession, rows, schema: str) -> DataFrame:
+    """A driver-side table (a handful of keys, or a few hundred thousand) as a DataFrame to broadcast, e.g.
+    "run int, op_id long". rows: a list of tuples, or a pandas frame whose columns are taken in the schema's order
+    (column by column through numpy: on an anomaly-dense history a list of 600k tuples cost seconds to build).
 
     Built as an Arrow table, which the driver's JVM reads itself. A list of rows would be re-pickled by a Python
     worker on the executors, so a cluster would need a Python of our minor version there, for nothing.
     """
     fields = [f.split() for f in schema.split(",")]
-    columns = list(zip(*rows)) if rows else [()] * len(fields)
-    return spark.createDataFrame(pa.table({name: pa.array(list(col), type=ARROW_TYPES[kind])
+    if isinstance(rows, pd.DataFrame):
+        columns = [_column(rows.iloc[:, i], kind) for i, (_, kind) in enumerate(fields)]
+    else:
+        columns = [list(col) for col in zip(*rows)] if rows else [[]] * len(fields)
+    return spark.createDataFrame(pa.table({name: pa.array(col, type=ARROW_TYPES[kind])
                                            for (name, kind), col in zip(fields, columns)}))
+
+
+def _column(series: pd.Series, kind: str):
+    if kind == "string":
+        return series.astype(object).to_numpy()
+    return series.to_numpy(dtype="int64")
