@@ -144,11 +144,32 @@ class Judge:
     def _lost(self, rows, durability, model_reason):
         read = rows["t_read_ns"].notna().to_numpy()
         committed = self.committed_lost(rows, "a consumer read it, so it was committed")
-        guaranteed = durability == "guaranteed"
         reason = _str(model_reason)
+        marker = self.marker_lost(rows)
+        guaranteed = (durability == "guaranteed") & (marker == None)    # noqa: E711 (elementwise)
         return _pick(read, committed[0], _pick(guaranteed, "violation", "allowed")), _pick(
             read, committed[1], _pick(guaranteed, "; the model classed it guaranteed: " + reason +
-                                      self.unpredicted(rows), "; at risk: " + reason))
+                                      self.unpredicted(rows), _pick(marker == None, "; at risk: " + reason,  # noqa
+                                                                    "; allowed: " + _str(marker))))
+
+    def marker_lost(self, rows) -> np.ndarray:
+        """For a transactional producer's committed record: why its COMMIT marker may be gone (ModelResult.
+        marker_loss_causes), as a reason; None elsewhere. A transactional record is visible only with its marker
+        (KIP-98); without it the partition's next marker from the same producer ends the transaction (an ABORT: read
+        as aborted) or nothing does (lso_stuck)."""
+        out = np.full(len(rows), None, dtype=object)
+        names = {p.get("name") for p in self.meta.producers if p.get("transactional")}
+        if not names or not len(rows):
+            return out
+        base = rows["producer"].astype(object).map(lambda n: str(n).split("-r")[0] if n is not None else None)
+        txn = base.isin(names).to_numpy(dtype=bool)
+        if not txn.any():
+            return out
+        cause = self.model.marker_loss_causes(rows["partition"], rows["t_complete_ns"])
+        hit = txn & (cause != None)    # noqa: E711 (elementwise)
+        out[hit] = "its transaction's COMMIT marker, appended after its records and its ack, may be missing on " \
+                   "the elected replica: " + _str(cause[hit])
+        return out
 
     def _lost_after_read(self, rows, durability, model_reason):
         return self.committed_lost(rows, "committed (a consumer read it)")

@@ -109,6 +109,18 @@ class ModelResult:
         return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & (w.start_ns <= t_hi)
                                   & (t_lo <= w.end_ns) & (has_r | has_a), lambda w: w.reason)
 
+    def marker_loss_causes(self, partition, t_ack_ns) -> np.ndarray:
+        """Why a committed transactional record the model keeps may still be unreadable: its transaction's COMMIT
+        marker is appended after its records (by the coordinator, after the client's commit, so after the record's
+        ack) and is a record of its own, lost with the elected replica's missing tail like any other: a loss window
+        of its partition that ends after the ack may hold it. None: no such window. (A real cascade-kill run on
+        3.9.2: the records survived the unclean election, the marker did not, and the producer's next ABORT marker
+        ended the open transaction on the partition: the committed records were read as aborted.)"""
+        p, _ = _column(partition)
+        a, has_a = _column(t_ack_ns)
+        return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & has_a
+                                  & (w.end_ns >= a), lambda w: w.reason)
+
     def _loss_windows(self, partition=None) -> list[Window]:
         """The risk windows (of `partition`, or all) that a loss event opened (an unclean election, or a power loss
         that cut the elected log; sim._blame): the only ones that can hold committed records, and the same ones

@@ -85,3 +85,16 @@ def test_hours_of_repeated_samples_give_the_same_events_and_windows_as_their_cha
     assert [(e["event"], e.get("how")) for e in observed_events(short_run)] == [
         ("election", "uncleanly"), ("hw_drop", None)]
     assert isr_below(long_run, 2) == [(0, T + 7200 * 500 * MS + S * MS, T + (3 * 7200 - 1) * 500 * MS - S * MS)]
+
+
+def test_the_last_sample_before_a_gap_with_no_answer_persists_and_the_unclean_election_after_it_is_seen():
+    # a cascade-kill on 3.9.2: broker 1 leads with ISR [1, 3] (one sample), every broker is then down for 31.6 s
+    # (no sample), broker 2, which was out of that ISR, comes back alone: elected from outside the ISR
+    rows = [sample(t, 2, (1, 2, 3)) for t in range(0, 5 * S, 500)] + [sample(8 * S, 1, (1, 3))] + \
+        [sample(t, 2, (2,)) for t in range(39_600, 45 * S, 500)]
+    elected = [(e["leader"], e["how"]) for e in observed_events(samples(rows)) if e["event"] == "election"]
+    assert elected == [(1, "from the ISR"), (2, "outside the visible ISR")]
+    # the counter-case: the same lone sample followed half a second later by another answer is a stale one
+    stale = [sample(t, 2, (1, 2, 3)) for t in range(0, 5 * S, 500)] + [sample(5 * S, 1, (1, 3))] + \
+        [sample(t, 2, (1, 2, 3)) for t in range(5_500, 10 * S, 500)]
+    assert observed_events(samples(stale)) == []
