@@ -116,6 +116,14 @@ RULES: dict[str, Rule] = {
         "TransactionStateManager.timedOutTransactions (Ongoing and txnStartTimestamp + txnTimeoutMs < now); "
         "TransactionCoordinator.abortTimedOutTransactions (prepareFenceProducerEpoch, then endTransaction ABORT)",
         modelled=False),
+    "commit_marker_is_a_record": Rule(
+        (0, 11), "KIP-98: a transaction's COMMIT or ABORT marker is a control record the partition leader appends at "
+        "the coordinator's request (WriteTxnMarkers) after the client's commit, replicated and truncated like any "
+        "record; a read_committed reader sees a transaction's records only behind it. So an unclean election can "
+        "lose the marker of records it keeps: the judge excuses a lost committed transactional write where a loss "
+        "window ends after its ack (ModelResult.marker_loss_causes)",
+        "TransactionMarkerChannelManager / WriteTxnMarkersRequest; ReplicaManager.appendRecords (origin "
+        "COORDINATOR); ProducerStateManager (ongoing transactions, completeTxn)", modelled=False),
     "describe_producers": Rule(
         (3, 0), "KIP-664: a partition's leader names the producers with a transaction open on it "
         "(DescribeProducers, the API from 2.8; Admin.describeProducers, which the final drain asks through, from "

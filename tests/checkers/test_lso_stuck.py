@@ -98,6 +98,7 @@ def test_lso_stuck_says_when_no_producer_was_named_and_why():
 
 @pytest.mark.parametrize("rule, before, since", [
     ("timed_out_transactions_aborted", "0.10.2", "0.11.0"),
+    ("commit_marker_is_a_record", "0.10.2", "0.11.0"),
     ("describe_producers", "2.8.2", "3.0.0"),
     ("transaction_partition_verification", "3.5.2", "3.6.0"),
     ("epoch_bump_per_transaction", "3.9.2", "4.0.0"),

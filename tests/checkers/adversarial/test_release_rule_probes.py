@@ -49,7 +49,7 @@ def test_every_modelled_release_rule_has_a_probe_and_every_unmodelled_one_says_s
 # the transaction rules are not replayed by the ISR model: checkers/lso.py and the final drain use them
 # (transaction_rules); each is probed on both sides of its boundary in tests/checkers/test_lso_stuck.py
 TRANSACTION_RULES = {"timed_out_transactions_aborted", "describe_producers", "transaction_partition_verification",
-                     "epoch_bump_per_transaction"}
+                     "epoch_bump_per_transaction", "commit_marker_is_a_record"}   # the last: test_txn_markers.py
 
 
 def test_a_deposed_leaders_writes_after_the_election_are_truncated_away():
