@@ -232,8 +232,9 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     if run_dir is not None:
         judged = with_workload_kinds(Path(run_dir), judged, meta, model, complete)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
+    whole = clients.WholeRun(found.counts, found.acks, stalls) if found.acks else None
     if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
-                                                                  settings.stall_threshold_s, why)):
+                                                                  settings.stall_threshold_s, why, whole)):
         verdict["clients"] = per_client
     return verdict, judged
 

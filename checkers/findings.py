@@ -30,7 +30,8 @@ class Findings:
             return frame[frame["run_id"] == run_id].drop(columns="run_id").reset_index(drop=True)
         inst = self.instances[self.instances["run_id"] == run_id].drop(columns="run_id")
         return RunFindings(instances.normalise(inst), self.counts.get(run_id, Counts(0, 0, 0, 0, 0, 0)),
-                           mine(self.ack_buckets), mine(self.pending_buckets), self.final_reads.get(run_id, {}))
+                           mine(self.ack_buckets), mine(self.pending_buckets), self.final_reads.get(run_id, {}),
+                           self.acks.get(run_id, ()))
 
 
 @dataclass
@@ -42,6 +43,7 @@ class RunFindings:
     ack_buckets: pd.DataFrame
     pending_buckets: pd.DataFrame
     final_reads: dict[int, int]
+    acks: tuple = ()               # acks values in use ((): not known)
 
     @property
     def acked_partitions(self) -> set[int]:

@@ -2,6 +2,7 @@
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from kafka_chaos.harness.cli import main
 from tests.checkers.conftest import read, send, write_run
@@ -80,3 +81,32 @@ def test_the_report_shows_the_clients_side_by_side(tmp_path):
     assert "4.4.0" in java and "j0" in java
     cells = [c.split("</td>")[0] for c in java.split('<td class="num">')[1:]]
     assert cells[:6] == ["3", "3", "0", "0", "1", "1"]      # sends, acked, fail, info, lost, lost (violations)
+
+
+def test_a_lone_clients_entry_is_the_runs_own_figures_and_equals_measuring_it_again(tmp_path, monkeypatch):
+    # one client named: its entry comes from the run's counts and stalls (only the producer column is read); it
+    # must equal the entry measured from every send, as for two clients
+    from kafka_chaos.checkers import clients
+    from kafka_chaos.history.meta import load_meta
+
+    lone = [PRODUCERS[0]]
+    sends = [send(f"a{i}", offset=i, producer="p0", idempotent=False, t=100 * i + 4000 * (i >= 15))
+             for i in range(40)]
+    for s in sends[10:15]:                       # nothing acked from 1.0 s to 5.5 s while these wait: a stall
+        s["t_complete_ns"] = sends[0]["t_invoke_ns"] + 5_500_000_000
+    sends.append(send("x", offset=None, producer="p0", idempotent=False, t=4100, outcome="info"))
+    reads = [read(f"a{i}", offset=i) for i in range(40) if i != 7]                   # a7 lost
+    run = write_run(tmp_path / "lone", sends, reads, producers=lone, clients={"librdkafka": CLIENTS["librdkafka"]},
+                    start_ns=sends[0]["t_invoke_ns"], end_ns=sends[-2]["t_complete_ns"])
+    measure = clients.compare
+    monkeypatch.setattr(clients, "compare", lambda *a, **k: pytest.fail("measured again: the run's own figures "
+                                                                        "were not used"))
+    entry = _check(run)["clients"]["librdkafka"]
+    monkeypatch.setattr(clients, "compare", measure)
+    judged = pq.read_table(run / "anomalies.parquet").to_pandas()
+    measured = clients.compare(pq.read_table(run / "history" / "sends.parquet").to_pandas(), judged,
+                               load_meta(run), [])["librdkafka"]
+    explained = {"attribution", "stall_causes"}          # the run's stall attribution, added to both alike
+    assert {k: v for k, v in entry.items() if k not in explained} == measured
+    assert (entry["sends"], entry["acked"], entry["info"], entry["lost"]) == (41, 40, 1, 1)
+    assert entry["longest_stall_s"] >= 3.5
