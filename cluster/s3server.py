@@ -93,7 +93,7 @@ def _free_port() -> int:
 def weed_args(workdir: Path, ports: dict[str, int], config: Path) -> list[str]:
     return [str(binary()), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={workdir / 'data'}",
             f"-master.port={ports['master']}", f"-volume.port={ports['volume']}", "-master.volumeSizeLimitMB=64",
-            "-volume.max=20", "-filer", f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
+            "-volume.max=64", "-filer", f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
             f"-s3.config={config}", f"-s3.port.iceberg={ports['iceberg']}", f"-s3.port.lance={ports['lance']}",
             "-master.dir=" + str(workdir / "master")]
 
