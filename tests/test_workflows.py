@@ -93,13 +93,36 @@ def test_the_shard_jobs_pytest_options_exist():
 
 def test_the_suite_job_rechecks_everything_and_publishes(workflow):
     suite = workflow["jobs"]["suite"]
-    assert suite["needs"] == "chaos" and suite["if"] == "always()"
+    assert "chaos" in suite["needs"] and suite["if"] == "always()"
     download = _uses(suite, "actions/download-artifact")[0]["with"]
     assert download["pattern"] == "chaos-results-*" and download["merge-multiple"] is True
     scripts = "\n".join(s.get("run", "") for s in _steps(suite))
     assert "kafka-chaos check results" in scripts and "kafka-chaos report --suite results" in scripts
     assert "ci_suite.py junit" in scripts and "$GITHUB_STEP_SUMMARY" in scripts
     assert _uses(suite, "actions/upload-artifact")
+
+
+def test_with_a_results_bucket_every_shard_uploads_into_one_night_and_the_suite_checks_it_there(workflow):
+    """The bucket only when its secret is set (the artifacts stay either way); credentials only through env."""
+    jobs = workflow["jobs"]
+    assert "night" in jobs["images"]["outputs"]
+    chaos, suite = jobs["chaos"], jobs["suite"]
+    assert "images" in suite["needs"]
+    for job in (chaos, suite):
+        assert job["env"]["RESULTS_URL"] == "${{ secrets.KAFKA_CHAOS_RESULTS_URL }}"
+        assert "needs.images.outputs.night" in job["env"]["NIGHT"]
+    shard_upload = next(s for s in _steps(chaos) if "kafka-chaos upload" in s.get("run", ""))
+    assert shard_upload["if"] == "always() && env.RESULTS_URL != ''"
+    assert shard_upload["run"].strip().endswith('.venv/bin/kafka-chaos upload results "${RESULTS_URL%/}/$NIGHT"')
+    assert shard_upload["env"]["AWS_SECRET_ACCESS_KEY"] == "${{ secrets.AWS_SECRET_ACCESS_KEY }}"
+    assert _uses(chaos, "actions/upload-artifact")[0]["if"] == "always()"          # the artifact path stays
+    check = next(s["run"] for s in _steps(suite) if s.get("id") == "check")
+    assert 'if [ -n "$RESULTS_URL" ]; then' in check
+    assert 'kafka-chaos check "${RESULTS_URL%/}/$NIGHT" --force --json' in check
+    assert "kafka-chaos check results --force --json" in check.split("else", 1)[1]
+    scripts = "\n".join(s.get("run", "") for s in _steps(suite))
+    assert 'kafka-chaos report --suite "${RESULTS_URL%/}/$NIGHT"' in scripts
+    assert suite["env"]["AWS_SECRET_ACCESS_KEY"] == "${{ secrets.AWS_SECRET_ACCESS_KEY }}"
 
 
 def test_merge_junit_sums_the_shards_and_names_a_broken_file(tmp_path):
