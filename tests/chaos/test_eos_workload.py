@@ -1,13 +1,15 @@
 """The exactly-once workload on real brokers (issue 35): processors in one group read the seeded input, write the
 topic and commit their offsets in one transaction while a processor and the leader of chaos/0 are killed; on
 acks=all, min ISR 2 and no unclean election every input below the group's offsets has exactly one output and no
-eos kind is found. One short run (about two minutes)."""
+eos kind is found. One short run (about two minutes; 81 s on a loaded 2-core machine). Its first run through
+pytest judged `lso_stuck` on a transaction a processor left open at the stop, whose coordinator aborted it within
+Kafka's bound (timeout + abort interval): the check now uses that bound (checkers/lso.py)."""
 import pyarrow.parquet as pq
 import pytest
 
 from tests.schemas import validate_run
 
-pytestmark = [pytest.mark.chaos]
+pytestmark = [pytest.mark.chaos, pytest.mark.chaos_quick]
 
 EOS_KINDS = ("eos_lost", "eos_duplicate", "eos_out_of_order", "eos_offset_ahead", "eos_offset_behind", "g0", "g1a",
              "g1c", "internal", "precommitted_read", "lso_stuck")
