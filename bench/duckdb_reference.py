@@ -30,6 +30,7 @@ from kafka_chaos.checkers import instances
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.reference import Counts
+from kafka_chaos.history.kinds import PREDICATES
 
 OUTCOME_CODE = "CASE outcome WHEN 'ok' THEN 0 WHEN 'fail' THEN 1 WHEN 'info' THEN 2 ELSE 3 END"
 ACKS_CODE = "CASE acks WHEN '0' THEN 0 WHEN '1' THEN 1 WHEN 'all' THEN 2 ELSE 3 END"
@@ -95,22 +96,19 @@ SELECT value, s_rn, n_sends, code, s_p, s_o, s_fin, at_acked, n_pos, first.p AS 
        lar.p AS lar_p, lar.o AS lar_o, t_read
 FROM v"""
 
-# The definitions (docs/history.md), over either path's columns.
-FLAGS = """
+# The definitions: each per-value kind's predicate as history/kinds.py declares it (the Spark check evaluates the same
+# text), over either path's columns bound to history.kinds.PER_VALUE_COLUMNS.
+FLAG_COLUMNS = ",\n         ".join(f"coalesce({pred}, false) AS k_{kind}" for kind, pred in PREDICATES.items())
+FLAGS = f"""
 SELECT 'value' AS part, * FROM (
   SELECT value, s_rn, n_sends, n_pos, first_p, first_o, lar_p, lar_o, t_read,
-         coalesce(sent AND outcome = 0 AND acks IN (1, 2) AND s_p >= 0 AND NOT coalesce(s_fin, false), false)
-           AS k_lost,
-         lar_p IS NOT NULL AS k_lost_after_read,
-         n_pos >= 2 AS k_duplicate,
-         is_read AND NOT sent AS k_phantom,
-         coalesce(sent AND outcome = 1 AND is_read, false) AS k_failed_read,
-         coalesce(sent AND outcome = 2 AND is_read, false) AS k_recovered,
-         coalesce(sent AND outcome = 0 AND s_o >= 0 AND is_read AND NOT coalesce(at_acked, false), false)
-           AS k_offset_mismatch
-  FROM (SELECT *, s_rn IS NOT NULL AS sent, n_pos > 0 AS is_read, code // 4 AS outcome, code % 4 AS acks
-        FROM ({source})))
-WHERE k_lost OR k_lost_after_read OR k_duplicate OR k_phantom OR k_failed_read OR k_recovered OR k_offset_mismatch
+         {FLAG_COLUMNS}
+  FROM (SELECT *, s_rn IS NOT NULL AS sent, coalesce(s_rn IS NOT NULL AND code // 4 = 0, false) AS ok,
+               coalesce(s_rn IS NOT NULL AND code // 4 = 1, false) AS failed,
+               coalesce(s_rn IS NOT NULL AND code // 4 = 2, false) AS indeterminate,
+               coalesce(s_rn IS NOT NULL AND code % 4 IN (1, 2), false) AS acked_level
+        FROM ({{source}})))
+WHERE {" OR ".join(f"k_{kind}" for kind in PREDICATES)}
    OR n_sends > 1
 """
 

@@ -36,10 +36,10 @@ import pyarrow.compute as pc
 from kafka_chaos.checkers.eos_graph import WR, WW, describe, find_cycles
 from kafka_chaos.checkers.groups import destructive_cause
 from kafka_chaos.checkers.instances import rows_frame
+from kafka_chaos.history import kinds
 from kafka_chaos.history.eos import EOS_FILE
 
-EOS_KINDS = ("eos_lost", "eos_duplicate", "eos_out_of_order", "eos_offset_ahead", "eos_offset_behind", "g0", "g1a",
-             "g1c", "internal", "precommitted_read")
+EOS_KINDS = kinds.judged_by(kinds.EOS)       # declared in history/kinds.py
 OUT_RE = r"^(?P<in_p>\d+)-(?P<in_o>\d+)-[0-9a-f]{8}@(?P<processor>.+)\.(?P<txn>\d+)$"
 COLUMNS = ["kind", "partition", "offset", "value", "producer", "consumer", "t_complete_ns", "t_read_ns",
            "classification", "reason"]

@@ -49,10 +49,11 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from kafka_chaos.checkers.instances import rows_frame
+from kafka_chaos.history import kinds
 
 GROUP_FILE = "history/group.parquet"
 FAULTS_FILE = "history/faults.parquet"
-GROUP_KINDS = ("commit_backwards", "group_skip", "reread_below_commit", "group_reread")
+GROUP_KINDS = kinds.judged_by(kinds.GROUPS)       # declared in history/kinds.py
 
 
 def destructive_cause(model, partition: int) -> str | None:

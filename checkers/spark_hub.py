@@ -19,14 +19,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_chaos.checkers.spark_queries import (
-    ACKED_CODES,
     CANDIDATE_KINDS,
-    FAIL,
-    INFO,
-    OK,
     acked_twice,
+    flagged,
     offset_of,
     partition_of,
+    per_value_summary,
     pos,
 )
 
@@ -60,35 +58,20 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     differ = [F.coalesce(F.col(a) != F.col(b), F.lit(False)) for a, b in
               (("r_min", "r_max"), ("f_min", "f_max"), ("l_min", "l_max"))]
     ambiguous = differ[0] | differ[1] | differ[2]
-    sent, read = F.col("code") > 0, F.col("n_reads") > 0
-    outcome = F.when(sent, F.floor((F.col("code") - 1) / 4))
-    acks = F.when(sent, (F.col("code") - 1) % 4)
-    ok = sent & (outcome == OK)
+    read = F.col("n_reads") > 0
     s_pos = F.when(F.col("s_o") >= 0, pos(F.col("s_p"), F.col("s_o")))
     at_acked = F.coalesce(F.col("r_min") == s_pos, F.lit(False))
     after_read = F.col("l_min").isNotNull() & F.coalesce(F.col("f_min") != F.col("l_min"), F.lit(True))
-    flagged = s.join(F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))), ["run", "op_id"],
-                     "left")
-    kinds = {
-        "lost": ok & acks.isin(*ACKED_CODES) & (F.col("s_p") >= 0) &
-        ~F.coalesce(F.col("f_min") == F.col("s_p"), F.lit(False)),
-        "lost_after_read": after_read,
-        "duplicate": F.lit(False),                       # two read positions: always ambiguous
-        "phantom": read & ~sent,
-        "failed_read": sent & (outcome == FAIL) & read,
-        "recovered": sent & (outcome == INFO) & read,
-        "offset_mismatch": ok & (F.col("s_o") >= 0) & read & ~at_acked,
-        "nonmonotonic_send": F.col("k_nonmonotonic_send"),
-        "divergent": F.lit(False),
-    }
+    # unambiguous: read at one position at most, finally in one partition, live in one
+    summary = per_value_summary(F.col("code"), F.col("s_p"), F.col("s_o"), read.cast("long"),
+                                F.col("f_min") == F.col("s_p"), at_acked, F.when(after_read, F.col("l_min")))
+    marked, flags = flagged(s, summary, nonmonotonic)
     # acks=0 sends have no acked position (offset -1): runs with them take the full divergent pass instead
-    stray = ok & ~(acks == 0) & read & ~at_acked
-    flags = [F.coalesce(kinds[k], F.lit(False)).alias(f"k_{k}") for k in CANDIDATE_KINDS]
-    out = flagged.select(
+    stray = F.col("ok") & ~(((F.col("code") - 1) % 4) == 0) & read & ~at_acked
+    out = marked.select(
         "run", "value", "op_id", read.cast("long").alias("n"),
         partition_of(F.col("r_min")).alias("partition"), offset_of(F.col("r_min")).alias("offset"), "t_read",
-        F.when(after_read, F.col("l_min")).alias("lar_p"),
-        F.when(after_read, offset_of(F.col("l_pos"))).alias("lar_o"),
+        "lar_p", F.when(after_read, offset_of(F.col("l_pos"))).alias("lar_o"),
         *flags, ambiguous.alias("k_ambiguous"), F.coalesce(stray, F.lit(False)).alias("k_stray"))
     return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from kafka_chaos.history.kinds import PER_VALUE_COLUMNS, PREDICATES
 from kafka_chaos.history.schema import ACKED, ACKS_LEVELS
 
 OUTCOMES = ("ok", "fail", "info")          # outcome code: the index; anything else: len(OUTCOMES)
@@ -29,8 +30,7 @@ OK, FAIL, INFO = 0, 1, 2
 ACKED_CODES = tuple(ACKS.index(a) for a in ACKED)   # acks codes of "1" and "all"
 ARROW_TYPES = {"int": pa.int32(), "long": pa.int64(), "string": pa.string()}   # small_frame's column types
 ISLAND_TASKS = 8                           # islands: tasks of the window over the spans (see islands)
-CANDIDATE_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "failed_read", "recovered",
-                   "offset_mismatch", "nonmonotonic_send", "divergent")
+CANDIDATE_KINDS = (*PREDICATES, "nonmonotonic_send")   # the per-value kinds, and the one a window finds
 
 
 def _index_of(col, names: tuple[str, ...]):
@@ -247,27 +247,34 @@ def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
         F.min_by("live_o", F.when(after_read, F.col("p"))).alias("lar_o"),
         F.min("t_read").alias("t_read"))
 
-    flagged = per_value.join(F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))),
-                             ["run", "op_id"], "left")
-    sent, read = F.col("code") > 0, F.col("n_pos") > 0
-    outcome = F.when(sent, F.floor((F.col("code") - 1) / 4))
-    acks = F.when(sent, (F.col("code") - 1) % 4)
-    ok = sent & (outcome == OK)
-    kinds = {
-        "lost": ok & acks.isin(*ACKED_CODES) & (F.col("s_p") >= 0) & (F.coalesce(F.col("s_fin"), F.lit(0)) == 0),
-        "lost_after_read": F.col("lar_p").isNotNull(),
-        "duplicate": F.col("n_pos") >= 2,
-        "phantom": read & ~sent,
-        "failed_read": sent & (outcome == FAIL) & read,
-        "recovered": sent & (outcome == INFO) & read,
-        "offset_mismatch": ok & (F.col("s_o") >= 0) & read & ~F.coalesce(F.col("at_acked"), F.lit(False)),
-        "nonmonotonic_send": F.col("k_nonmonotonic_send"),
-        "divergent": F.lit(False),
-    }
-    flags = [F.coalesce(kinds[kind], F.lit(False)).alias(f"k_{kind}") for kind in CANDIDATE_KINDS]
-    out = flagged.select("run", "value", "op_id", F.col("n_pos").alias("n"), F.col("first_p").alias("partition"),
-                         F.col("first_o").alias("offset"), "t_read", "lar_p", "lar_o", *flags)
+    summary = per_value_summary(F.col("code"), F.col("s_p"), F.col("s_o"), F.col("n_pos"), F.col("s_fin") == 1,
+                                F.col("at_acked"), F.col("lar_p"))
+    marked, flags = flagged(per_value, summary, nonmonotonic)
+    out = marked.select("run", "value", "op_id", F.col("n_pos").alias("n"), F.col("first_p").alias("partition"),
+                        F.col("first_o").alias("offset"), "t_read", "lar_p", "lar_o", *flags)
     return out.where(" OR ".join(f"k_{kind}" for kind in CANDIDATE_KINDS))
+
+
+def per_value_summary(code, s_p, s_o, n_pos, s_fin, at_acked, lar_p) -> dict:
+    """history.kinds.PER_VALUE_COLUMNS from a value's send code (`value_events`: <= 0 or NULL, not sent), its
+    acked position, positions read, and where it was read: what every per-value predicate is written over."""
+    sent = F.coalesce(code > 0, F.lit(False))
+    outcome = F.floor((code - 1) / 4)
+    columns = {"sent": sent, "ok": sent & (outcome == OK), "failed": sent & (outcome == FAIL),
+               "indeterminate": sent & (outcome == INFO), "acked_level": sent & ((code - 1) % 4).isin(*ACKED_CODES),
+               "s_p": s_p, "s_o": s_o, "n_pos": n_pos, "s_fin": s_fin, "at_acked": at_acked, "lar_p": lar_p}
+    assert tuple(columns) == PER_VALUE_COLUMNS
+    return columns
+
+
+def flagged(frame: DataFrame, summary: dict, nonmonotonic: DataFrame) -> tuple[DataFrame, list]:
+    """`frame` with `summary` (`per_value_summary`'s columns) as columns of those names and the nonmonotonic sends'
+    mark joined on (run, op_id); and the k_<kind> columns of CANDIDATE_KINDS over it: each per-value kind's declared
+    predicate (history.kinds.PREDICATES), k_nonmonotonic_send from the window's (run, op_id)s."""
+    marked = frame.withColumns(summary).join(
+        F.broadcast(nonmonotonic.withColumn("k_nonmonotonic_send", F.lit(True))), ["run", "op_id"], "left")
+    flags = [F.coalesce(F.expr(pred), F.lit(False)).alias(f"k_{kind}") for kind, pred in PREDICATES.items()]
+    return marked, flags + [F.coalesce(F.col("k_nonmonotonic_send"), F.lit(False)).alias("k_nonmonotonic_send")]
 
 
 def acked_twice(placed: DataFrame, buckets: DataFrame) -> DataFrame:

@@ -23,6 +23,7 @@ from kafka_chaos.checkers.client import ClientVoids, epoch_bumps_between
 from kafka_chaos.checkers.completeness import Completeness
 from kafka_chaos.checkers.model import ModelResult
 from kafka_chaos.checkers.reference import Counts
+from kafka_chaos.history.kinds import KINDS
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
 
@@ -70,16 +71,7 @@ def _describe(rows: pd.DataFrame) -> pd.Series:
         s = (rows["t_complete_ns"].astype("Int64") - rows["t_invoke_ns"].astype("Int64")).astype(object)
         return pd.Series([f"no write acknowledged for {x / 1e9:.1f} s while writes were pending" for x in s],
                          index=rows.index, dtype=object)
-    return pd.Series(FIXED_DESCRIPTION.get(kind, "indeterminate send whose value was read"), index=rows.index,
-                     dtype=object)
-
-
-FIXED_DESCRIPTION = {
-    "phantom": "read, but no send carries this value",
-    "failed_read": "send failed definitely, yet the value was read",
-    "nonmonotonic_send": "acked at a lower offset than the producer's previous send to this partition",
-    "min_isr_breach": "acks=all write acknowledged while the partition's ISR was below min.insync.replicas",
-}
+    return pd.Series(KINDS[kind].describe if kind in KINDS else None, index=rows.index, dtype=object)
 
 
 def stall_rows(found: list[availability.Stall]) -> pd.DataFrame:
@@ -191,11 +183,8 @@ class Judge:
                                 "; the producer is idempotent, which forbids this")))
         return cls, why
 
-    def _phantom(self, rows, durability, model_reason):
-        return _constant(rows, "violation", "; no truncation or election creates a value nobody sent")
-
-    def _failed_read(self, rows, durability, model_reason):
-        return _constant(rows, "violation", "; a send the client reported as certainly failed reached the log")
+    def _always(self, rows, durability, model_reason):
+        return _constant(rows, "violation", "; " + KINDS[rows["kind"].iloc[0]].because)
 
     def _rewritten(self, rows, durability, model_reason):
         at_risk = (rows["kind"].to_numpy() == "offset_mismatch") & (durability == "at_risk")
@@ -209,10 +198,6 @@ class Judge:
                           "; a read (committed) position was rewritten and the model predicts no unclean election or "
                           "power loss that could" + self.unpredicted(rows)))
         return cls, why
-
-    def _min_isr_breach(self, rows, durability, model_reason):
-        return _constant(rows, "violation", "; Kafka rejects acks=all with NOT_ENOUGH_REPLICAS while the ISR is "
-                                            "below min.insync.replicas (Partition.appendRecordsToLeader)")
 
     def _poll_skip(self, rows, durability, model_reason):
         if self.meta.consumer_mode == "assign":
@@ -237,12 +222,7 @@ def _constant(rows: pd.DataFrame, classification: str, why: str):
     return np.full(len(rows), classification, dtype=object), np.full(len(rows), why, dtype=object)
 
 
-RULE_OF_KIND = {
-    "lost": "_lost", "lost_after_read": "_lost_after_read", "duplicate": "_out_of_order",
-    "nonmonotonic_send": "_out_of_order", "phantom": "_phantom", "failed_read": "_failed_read",
-    "divergent": "_rewritten", "offset_mismatch": "_rewritten", "min_isr_breach": "_min_isr_breach",
-    "poll_skip": "_poll_skip", "stall": "_stall",
-}
+RULE_OF_KIND = {k: f"_{v.rule}" for k, v in KINDS.items() if v.rule}     # each kind's rule, declared with it
 
 
 def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: Completeness | None = None,

@@ -214,10 +214,10 @@ def readme_catalog() -> str:
 
 
 def anomalies_page() -> str:
-    from kafka_chaos.checkers.kinds import KINDS
+    from kafka_chaos.history.kinds import KINDS
 
     return "\n".join([
-        GENERATED.format(source="checkers/kinds.py (KINDS)"), "", "# Anomaly kinds", "",
+        GENERATED.format(source="history/kinds.py (KINDS)"), "", "# Anomaly kinds", "",
         "What the checker finds in a run's history, one row per kind as `verdict.json`'s `anomalies` counts them "
         "and `anomalies.parquet` lists them. Every instance is judged: *allowed* (Kafka's rules permit it, with "
         "the reason) or a *violation* (they forbid it), by the ISR model's predictions for that run. How to read "

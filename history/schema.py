@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from kafka_chaos.history.kinds import KINDS
+
 ACKS_LEVELS = ("0", "1", "all")     # sends.acks: what the producer asked the leader for
 ACKED = ("1", "all")                # the levels a broker acknowledges: an `ok` send with these reached a log
 ACKS_ALIASES = {"-1": "all"}        # Kafka's other spelling of all; a run records the level, never the alias
@@ -174,16 +176,6 @@ HISTORY_FILES = {
 
 META_REQUIRED = {"run_id": str, "partitions": int, "replication_factor": int, "min_insync_replicas": int}
 
-# Anomaly kinds in the order verdict.json lists them. `recovered` is counted but never a violation; `stall` is
-# observed unavailability, a violation only beyond a bound the user asked for (--max-stall).
-ANOMALY_KINDS = ("lost", "lost_after_read", "duplicate", "phantom", "divergent", "failed_read", "offset_mismatch",
-                 "nonmonotonic_send", "min_isr_breach", "poll_skip", "stall", "recovered",
-                 # consumer groups (subscribe mode, history/group.parquet): checkers/groups.py
-                 "commit_backwards", "group_skip", "reread_below_commit", "group_reread",
-                 # transactions (--transactions, history/txns.parquet): checkers/txns.py
-                 "txn_incomplete", "txn_out_of_order",
-                 # exactly-once processing (--workload eos, history/eos.parquet): checkers/eos.py
-                 "eos_lost", "eos_duplicate", "eos_out_of_order", "eos_offset_ahead", "eos_offset_behind", "g0", "g1a",
-                 "g1c", "internal", "precommitted_read",
-                 # a stuck last stable offset (history/lso.parquet): checkers/lso.py
-                 "lso_stuck")
+# Anomaly kinds in the order verdict.json lists them, each declared once in history/kinds.py. `recovered` is counted
+# but never a violation; `stall` is observed unavailability, a violation only beyond a bound the user asked for.
+ANOMALY_KINDS = tuple(KINDS)

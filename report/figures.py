@@ -10,16 +10,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from kafka_chaos.history.kinds import KINDS
 from kafka_chaos.report.data import FaultWindow, PartitionSeries, Timeline
 
 COLOURS = {"ok": "#2e7d32", "fail": "#c62828", "info": "#ef6c00", "p50": "#1565c0", "p95": "#6a1b9a",
            "p99": "#ad1457", "max": "#9e9e9e", "leader": "#37474f", "isr": "#1565c0", "elr": "#8d6e63"}
 FAULT_FILL = {"kill": "#e53935", "stop": "#fb8c00", "pause": "#8e24aa", "net": "#fdd835", "loss": "#ffb300",
               "latency": "#00acc1"}
-KIND_MARKERS = {"lost": ("x", "#c62828"), "duplicate": ("diamond", "#6a1b9a"), "phantom": ("star", "#ef6c00"),
-                "divergent": ("square", "#ad1457"), "failed_read": ("triangle-down", "#5d4037"),
-                "offset_mismatch": ("triangle-up", "#283593"), "nonmonotonic_send": ("cross", "#00838f"),
-                "poll_skip": ("circle-open", "#546e7a")}
+KIND_MARKERS = {k: v.marker for k, v in KINDS.items() if v.marker}     # declared in history/kinds.py
 FONT = dict(family="system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif", size=12)
 
 

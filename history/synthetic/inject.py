@@ -92,6 +92,7 @@ def _inject_divergent(sends, reads, k, rng, used):
     live = reads[reads["phase"] == "live"].drop_duplicates(["partition", "offset"])
     chosen = _pick(rng, live, k, used, "divergent positions")
     new_values = [f"divergent-{j}" for j in range(k)]
+    used.update(new_values)          # a later recipe (poll_skip) must not drop the rewritten read
     reads = reads.copy()
     reads.loc[chosen.index, "value"] = new_values
     sends = _new_sends(sends, [{"value": v, "partition": int(p), "outcome": "info", "error": "_MSG_TIMED_OUT"}

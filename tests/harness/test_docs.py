@@ -41,8 +41,8 @@ def test_a_stale_page_is_found(tmp_path):
 
 def test_the_anomaly_declarations_cover_exactly_the_kinds_the_code_finds_and_judges():
     from kafka_chaos.checkers.groups import GROUP_KINDS
-    from kafka_chaos.checkers.kinds import GROUPS, KINDS, TXNS, VERDICT
     from kafka_chaos.checkers.verdict import RULE_OF_KIND
+    from kafka_chaos.history.kinds import GROUPS, KINDS, TXNS, VERDICT
     from kafka_chaos.history.schema import ANOMALY_KINDS
 
     assert list(KINDS) == list(ANOMALY_KINDS)
@@ -51,7 +51,7 @@ def test_the_anomaly_declarations_cover_exactly_the_kinds_the_code_finds_and_jud
     assert {k for k, v in by.items() if v == GROUPS} == set(GROUP_KINDS)
     assert {k for k, v in by.items() if v == TXNS} == {"txn_incomplete", "txn_out_of_order"}
     from kafka_chaos.checkers.eos import EOS_KINDS
-    from kafka_chaos.checkers.kinds import EOS, LSO
+    from kafka_chaos.history.kinds import EOS, LSO
     assert {k for k, v in by.items() if v == EOS} == set(EOS_KINDS)
     assert {k for k, v in by.items() if v == LSO} == {"lso_stuck"}
 

@@ -1,7 +1,17 @@
-"""Every anomaly kind declared once for readers: what one instance is, its definition, when it is a violation, and
-which module judges it. The documentation's anomaly reference (docs/reference/anomalies.md) is generated from KINDS,
-and tests/harness/test_docs.py checks it against the kinds the code finds and judges (history.schema.ANOMALY_KINDS,
-checkers.verdict.RULE_OF_KIND, checkers.groups.GROUP_KINDS), so a kind added there without a declaration here fails.
+"""Every anomaly kind declared once: what one instance is, its definition, when it is a violation, which module
+judges it and by which rule, the words of its reason, its marker in the report, and (for the kinds decided per
+value) its predicate.
+
+One home, read by everything that names a kind: history.schema.ANOMALY_KINDS (the order of verdict.json and
+anomalies.parquet) is KINDS' order; the Spark queries (checkers/spark/) and the DuckDB yardstick (bench/) evaluate
+the same PREDICATES over the same per-value summary; the verdict's judge takes each kind's rule and fixed words
+from here; the report its marker; the documentation's anomaly reference (docs/reference/anomalies.md) is generated
+from it. The pandas reference (checkers/reference.py) computes the kinds its own way on purpose (it is the
+cross-check) and takes only their names from here. In history/ because anomalies.parquet's kinds are part of the
+results format, which the checkers and the report both read.
+
+Adding a kind decided per value: one entry here with its predicate (docs/architecture.md, "Adding an anomaly
+kind"). Any other kind: one entry here plus the query that finds it.
 """
 from __future__ import annotations
 
@@ -15,6 +25,15 @@ LSO = "checkers/lso.py"
 UNCLEAN = "no unclean election or power loss the model predicts removed it"
 EOS_EXCUSE = "unless the model predicts an unclean election or power loss on a partition involved"
 
+# The per-value summary every engine computes before the predicates, one row per (run, value):
+#   sent           a send carries the value            ok / failed / indeterminate: its outcome ok / fail / info
+#   acked_level    its acks were 1 or all              s_p, s_o: the partition and offset it was acked at (-1: none)
+#   n_pos          how many distinct positions it was read at
+#   s_fin          the final drain read it in s_p      at_acked: it was read at (s_p, s_o)
+#   lar_p          a partition a live consumer read it in and the final drain lacks it in (NULL: none)
+PER_VALUE_COLUMNS = ("sent", "ok", "failed", "indeterminate", "acked_level", "s_p", "s_o", "n_pos", "s_fin",
+                     "at_acked", "lar_p")
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -22,6 +41,11 @@ class Kind:
     definition: str
     violation_when: str    # "never" for kinds that are counted, not judged
     judged_by: str
+    rule: str | None = None        # the judge's rule (checkers/verdict.py Judge._<rule>); None: judged elsewhere
+    because: str | None = None     # the fixed reason of a kind the rule "always" makes a violation
+    describe: str | None = None    # the fixed words for one instance (None: the judge builds them from the row)
+    marker: tuple[str, str] | None = None   # the report's figure marker: (plotly symbol, colour)
+    predicate: str | None = None   # SQL over PER_VALUE_COLUMNS (the kinds decided per value)
 
 
 KINDS: dict[str, Kind] = {
@@ -29,37 +53,59 @@ KINDS: dict[str, Kind] = {
         "send", "an `ok` send with acks `1` or `all` whose value the completed final drain of its partition lacks, "
         "whether or not a live consumer read it",
         f"it was read (so committed) and {UNCLEAN}; or it was never read and the ISR model classed it guaranteed",
-        VERDICT),
+        VERDICT,
+        rule="lost", marker=("x", "#c62828"),
+        predicate="ok AND acked_level AND s_p >= 0 AND NOT coalesce(s_fin, false)"),
     "lost_after_read": Kind(
         "value", "a value a live consumer read in a partition that the completed final drain of that partition "
-        "lacks, whatever its send's acks or outcome (a read record was committed)", UNCLEAN, VERDICT),
+        "lacks, whatever its send's acks or outcome (a read record was committed)", UNCLEAN, VERDICT,
+        rule="lost_after_read", predicate="lar_p IS NOT NULL"),
     "duplicate": Kind(
         "value", "read at two or more distinct (partition, offset) positions",
         "the producer is idempotent and neither a predicted unclean election or power loss nor the client's own "
-        "epoch bump (its messages timed out, or it logged a bump, while the write was pending) voided that", VERDICT),
-    "phantom": Kind("value", "read, but no send carries it", "always", VERDICT),
+        "epoch bump (its messages timed out, or it logged a bump, while the write was pending) voided that", VERDICT,
+        rule="out_of_order", marker=("diamond", "#6a1b9a"), predicate="n_pos >= 2"),
+    "phantom": Kind("value", "read, but no send carries it", "always", VERDICT,
+        rule="always", because="no truncation or election creates a value nobody sent",
+        describe="read, but no send carries this value", marker=("star", "#ef6c00"),
+        predicate="n_pos > 0 AND NOT sent"),
     "divergent": Kind(
         "position", "two or more distinct values read at one (partition, offset)",
-        "no predicted unclean election or power loss rewrote the position", VERDICT),
-    "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always", VERDICT),
+        "no predicted unclean election or power loss rewrote the position", VERDICT,
+        rule="rewritten", marker=("square", "#ad1457")),
+    "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always", VERDICT,
+        rule="always", because="a send the client reported as certainly failed reached the log",
+        describe="send failed definitely, yet the value was read", marker=("triangle-down", "#5d4037"),
+        predicate="failed AND n_pos > 0"),
     "offset_mismatch": Kind(
         "send", "`ok` with an offset, read, but never at that offset",
-        "its write was not at risk and no predicted unclean election or power loss rewrote the position", VERDICT),
+        "its write was not at risk and no predicted unclean election or power loss rewrote the position", VERDICT,
+        rule="rewritten", marker=("triangle-up", "#283593"),
+        predicate="ok AND s_o >= 0 AND n_pos > 0 AND NOT coalesce(at_acked, false)"),
     "nonmonotonic_send": Kind(
         "send", "`ok`, acked at a lower offset than the previous `ok` send (invoke order) of the same process, "
-        "producer and partition", "as `duplicate`: an idempotent producer whose promise nothing voided", VERDICT),
+        "producer and partition", "as `duplicate`: an idempotent producer whose promise nothing voided", VERDICT,
+        rule="out_of_order",
+        describe="acked at a lower offset than the producer's previous send to this partition",
+        marker=("cross", "#00838f")),
     "min_isr_breach": Kind(
         "send", "acks `all`, `ok`, and acknowledged wholly inside a window in which both the ISR model and the "
-        "brokers' own metadata put the partition's ISR below min.insync.replicas", "always", VERDICT),
+        "brokers' own metadata put the partition's ISR below min.insync.replicas", "always", VERDICT,
+        rule="always", because="Kafka rejects acks=all with NOT_ENOUGH_REPLICAS while the ISR is below "
+        "min.insync.replicas (Partition.appendRecordsToLeader)",
+        describe="acks=all write acknowledged while the partition's ISR was below min.insync.replicas"),
     "poll_skip": Kind(
         "step", "a live consumer's step from offset a to b > a + 1 in a partition while someone read an offset "
         "strictly between", "the consumers assign their partitions (`--consumer-mode assign`, the default); in "
-        "subscribe mode a rebalance may commit past unread records", VERDICT),
+        "subscribe mode a rebalance may commit past unread records", VERDICT,
+        rule="poll_skip", marker=("circle-open", "#546e7a")),
     "stall": Kind(
         "window", "writes to a partition pending and none acknowledged for longer than `--stall-threshold` "
         "(default 2 s), measured from the sends alone",
-        "it lasted longer than `--max-stall` (by default never: Kafka promises no availability bound)", VERDICT),
-    "recovered": Kind("send", "outcome `info` (timed out, unknown), yet read", "never (counted)", VERDICT),
+        "it lasted longer than `--max-stall` (by default never: Kafka promises no availability bound)", VERDICT,
+        rule="stall"),
+    "recovered": Kind("send", "outcome `info` (timed out, unknown), yet read", "never (counted)", VERDICT,
+        describe="indeterminate send whose value was read", predicate="indeterminate AND n_pos > 0"),
     "commit_backwards": Kind(
         "commit", "a successful commit of a partition below an earlier successful one (by outcome time)",
         "unless the model predicts an unclean election or power loss on the partition, or, with auto commit, both "
@@ -128,3 +174,12 @@ KINDS: dict[str, Kind] = {
         "always (the reason names the open transaction's producer id when the brokers name it, the release's "
         "KIP-890 rules, and a predicted unclean election or power loss on the partition, if any)", LSO),
 }
+
+
+PREDICATES: dict[str, str] = {k: v.predicate for k, v in KINDS.items() if v.predicate}
+"""The kinds decided per value, each by its predicate over PER_VALUE_COLUMNS."""
+
+
+def judged_by(module: str) -> tuple[str, ...]:
+    """The kinds a module judges, in KINDS' order."""
+    return tuple(k for k, v in KINDS.items() if v.judged_by == module)
