@@ -95,7 +95,7 @@ def session(master: str | None, sources: dict[str, str]):
     Where s3a cannot be had, the staged copies serve a local check (with a warning), and a check on a cluster stops
     with the cause (exit 2): its executors cannot read the driver's disk. A session already running in this process
     without the s3a settings (a test's, a warm `run --repeat` session) is used as it is, on the staged copies."""
-    from kafka_chaos.checkers.spark import get_spark, resolve_master
+    from kafka_chaos.checkers.spark.session import get_spark, resolve_master
 
     if not sources:
         return get_spark(master), {}
@@ -109,7 +109,22 @@ def session(master: str | None, sources: dict[str, str]):
                     e.remedy)
         return get_spark(master), {}
     spark = get_spark(master, extra_conf=conf)
-    if spark.sparkContext.getConf().get(PROVIDER_KEY, None) is None:
-        log.warning("this process's Spark session was started without s3a; reading the staged copies")
+    if spark.sparkContext.getConf().get(PROVIDER_KEY, None) is None or not has_s3a(spark):
+        why = "this process's Spark session was started without the s3a jars and settings (under spark-submit: " \
+              f"--jars with {', '.join(c.split(':')[1] for c in S3A_JARS)})"
+        if not spark.sparkContext.master.startswith("local"):
+            raise EnvironmentProblem(why, "its executors cannot read the driver's staged copies: give the jars "
+                                          "(docs/spark-cluster.md)")
+        log.warning("%s; reading the staged copies", why)
         return spark, {}
     return spark, {run_id: to_s3a(url) for run_id, url in sources.items()}
+
+
+def has_s3a(spark) -> bool:
+    """Whether the driver's JVM can load Hadoop's s3a file system (its jars on the classpath)."""
+    sc = spark.sparkContext
+    try:
+        sc._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", sc._jsc.hadoopConfiguration())
+    except Exception:                  # py4j's Py4JJavaError: the class is not there
+        return False
+    return True

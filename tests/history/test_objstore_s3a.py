@@ -152,3 +152,16 @@ def test_check_of_a_bucket_on_a_standalone_cluster_gives_the_local_verdicts_its_
     while cluster.leftovers() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert cluster.leftovers() == []
+
+
+def test_a_session_without_the_s3a_jars_reads_the_staged_copies_locally_and_refuses_on_a_cluster(s3a_ready):
+    """A Spark session already running without s3a (a test's, a warm one): a local check reads the staged copies,
+    with a warning, never an s3a path its JVM cannot open."""
+    code = ("import logging; logging.basicConfig(); from pyspark.sql import SparkSession\n"
+            "from kafka_chaos.checkers import s3a\n"
+            "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+            "print('HAS', s3a.has_s3a(s)); spark, read = s3a.session(None, {'r': 's3://b/p/r'}); print('READ', read)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HAS False" in done.stdout and "READ {}" in done.stdout
+    assert "started without the s3a jars" in done.stderr
