@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = """
 import sys
-from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS
-from kafka_chaos.checkers.spark_cds import training_jvm
+from kafka_chaos.checkers.spark.session import GC_OPTIONS, JIT_OPTIONS
+from kafka_chaos.checkers.spark.cds import training_jvm
 training_jvm(f"{JIT_OPTIONS} {GC_OPTIONS} -XX:AOTCacheOutput={sys.argv[1]} -Xlog:aot=off", int(sys.argv[2]))
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): `kafka-chaos check RUN --force` in fresh processes, alternating with one of the check
 # JVM's settings off and on, ROUNDS times each. SETTING: cds (the Spark driver's class-data archive,
-# checkers/spark_cds.py, trained by scripts/setup.sh), jit (the driver's JIT thresholds, checkers/spark.py) or gc
+# checkers/spark/cds.py, trained by scripts/setup.sh), jit (the driver's JIT thresholds, checkers/spark/session.py) or gc
 # (the driver's collector: ParallelGC on, the JVM's default G1 off).
 #   bash bench/jvm_ab.sh results/<run_id> [ROUNDS] [cds|jit|gc]
 set -euo pipefail
@@ -15,7 +15,7 @@ case "${3:-cds}" in
   *) echo "SETTING is cds, jit or gc" >&2; exit 2 ;;
 esac
 KC="$ROOT/.venv/bin/kafka-chaos"
-"$ROOT/.venv/bin/python" -m kafka_chaos.checkers.spark_cds >/dev/null 2>&1 || { echo "could not train the archive" >&2; exit 2; }
+"$ROOT/.venv/bin/python" -m kafka_chaos.checkers.spark.cds >/dev/null 2>&1 || { echo "could not train the archive" >&2; exit 2; }
 for i in $(seq 1 "$ROUNDS"); do
   for on in 0 1; do
     start=$(date +%s.%N)

@@ -2,12 +2,12 @@
 
 What it times, alternating, N rounds (the first round pays the JIT; read the later ones):
   doubles plain:   group every acked send by position, keep positions with two or more;
-  doubles bitmap:  spark_hub.crowded_buckets + double_acked (what the check does);
+  doubles bitmap:  spark.hub.crowded_buckets + double_acked (what the check does);
   buckets plain:   ack islands and pending islands as two queries;
-  buckets merged:  spark_queries.availability_buckets (one scan, what the check does);
-  bucket sums:     spark_buckets.bucket_sums over sends and reads (what the check does first);
+  buckets merged:  spark.queries.availability_buckets (one scan, what the check does);
+  bucket sums:     spark.buckets.bucket_sums over sends and reads (what the check does first);
   <window> exchanged / one task: nonmonotonic sends, poll gaps and availability buckets with their exchanges, and
-                   in one task each (spark_queries.one_task: what a local check up to anomalies.ONE_TASK_ROWS does).
+                   in one task each (spark.queries.one_task: what a local check up to anomalies.ONE_TASK_ROWS does).
 Each line gives the wall time and the JVM's CPU seconds (user + system, from /proc): the first round against the
 later ones is what a check, which runs every query once in a fresh JVM, pays for the JIT's warm-up.
 
@@ -23,11 +23,12 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from kafka_chaos.checkers import spark_buckets, spark_divergent
-from kafka_chaos.checkers import spark_queries as q
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
+from kafka_chaos.checkers.spark import buckets as spark_buckets
+from kafka_chaos.checkers.spark import divergent as spark_divergent
 from kafka_chaos.checkers.spark import get_spark
-from kafka_chaos.checkers.spark_collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
+from kafka_chaos.checkers.spark import queries as q
+from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
 from kafka_chaos.history.schema import ACKED
 
 

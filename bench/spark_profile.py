@@ -1,7 +1,7 @@
 """Benchmark helper (not a test): where the Spark check's time goes, job by job, from Spark's own event log.
 
-Runs the anomaly pass (checkers.anomalies.find_anomalies_spark) on one results directory in a fresh session that
-writes an event log, then prints, per job label (the description checkers.spark_collect.to_pandas gives each
+Runs the anomaly pass (checkers.spark.anomalies.find_anomalies_spark) on one results directory in a fresh session that
+writes an event log, then prints, per job label (the description checkers.spark.collect.to_pandas gives each
 collect), the executor CPU seconds, the tasks' run time and the wall time from submission to end, plus the
 session start, the pass's wall time and the total executor CPU. CPU seconds move less with the machine's load than
 wall time does, so they are the figure to compare when the machine is not idle.
@@ -63,8 +63,8 @@ def main() -> int:
     args = ap.parse_args()
     log_dir = Path(tempfile.mkdtemp(prefix="kc-spark-profile-"))
     os.environ["KAFKA_CHAOS_SPARK_EVENT_LOG"] = str(log_dir)
-    from kafka_chaos.checkers import spark as spark_factory
-    from kafka_chaos.checkers.anomalies import find_anomalies_spark
+    from kafka_chaos.checkers.spark import session as spark_factory
+    from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
 
     extra = dict(kv.partition("=")[::2] for kv in args.conf)
     project_config = spark_factory.session_config

@@ -1,6 +1,6 @@
 """Benchmark (not a test): what the JIT's warm-up costs a cold anomaly pass.
 
-In one fresh process: start Spark, optionally run the whole anomaly pass (checkers.anomalies) on smaller histories
+In one fresh process: start Spark, optionally run the whole anomaly pass (checkers.spark.anomalies) on smaller histories
 first, then on RUN; print the wall and JVM CPU seconds (user + system, /proc) of the warm-up and of RUN's pass.
 Alternate it with and without a warm-up in fresh processes: RUN's pass after a warm-up against a cold one is what
 the JIT's warm-up costs a check, and the warm-up's own time says how much of that is fixed (compiling) rather than
@@ -25,8 +25,8 @@ def main() -> int:
     args = ap.parse_args()
     from query_bench import jvm_cpu_s  # bench/ is on the path when this runs as a script
 
-    from kafka_chaos.checkers.anomalies import find_anomalies_spark
     from kafka_chaos.checkers.spark import get_spark
+    from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
 
     t0 = time.perf_counter()
     spark = get_spark()

@@ -116,7 +116,7 @@ def summary(found: list[Stall], partitions: int, span_ns: int | None, threshold_
 
 def islands(spans: pd.DataFrame, gap_ns: int = BUCKET_NS) -> pd.DataFrame:
     """(partition, first, last) spans merged per partition where one starts within gap_ns of the furthest end
-    before it; what the Spark side (spark_queries.islands) sends across, so both engines hand over the same."""
+    before it; what the Spark side (spark.queries.islands) sends across, so both engines hand over the same."""
     if not len(spans):
         return spans.reset_index(drop=True)
     s = spans.sort_values(["partition", "first", "last"], kind="stable").reset_index(drop=True)

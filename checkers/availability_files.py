@@ -1,7 +1,7 @@
 """The availability island tables read straight from sends files, in numpy: a local check's share of the work that
 needs no Spark.
 
-The same two tables as `availability.reference_buckets` (and `spark_queries.availability_buckets`): per partition,
+The same two tables as `availability.reference_buckets` (and `spark.queries.availability_buckets`): per partition,
 the 100 ms buckets of ack times and of pending sends, merged into islands. On one machine this is a reduction of a
 few columns to a row per bucket, which numpy does in ~1 CPU-s on 10M sends where Spark's job took ~8 task-s (a
 single-task scan and aggregation, then the islands' exchange and window). `anomalies` uses it for local checks only:
@@ -89,7 +89,7 @@ def islands(extremes: tuple[np.ndarray, ...], gap_ns: int = BUCKET_NS) -> pd.Dat
 
 def runs_islands(runs: dict[str, Path]) -> pd.DataFrame:
     """(run, partition, pending, first, last) of every run, `run` its index in `runs`: the shape of
-    `spark_queries.availability_buckets`' rows."""
+    `spark.queries.availability_buckets`' rows."""
     frames = []
     for index, run_dir in enumerate(runs.values()):
         acks, pending = file_islands(Path(run_dir) / "history" / "sends.parquet")

@@ -252,7 +252,7 @@ def _find(ready: dict, engine: str, spark_master: str | None, windows: Future, c
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from kafka_chaos.checkers import s3a
-        from kafka_chaos.checkers.anomalies import find_anomalies_spark
+        from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
         remote = {run_id: sources[str(Path(d).resolve())] for run_id, d in runs.items()
                   if str(Path(d).resolve()) in sources}
         with timed(spent, "spark_start"):

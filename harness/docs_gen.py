@@ -4,7 +4,7 @@
     python -m kafka_chaos.harness.docs_gen --check   # exit 1 naming every stale page (tests/harness/test_docs.py)
 
 Sources: the CLI reference from the argparse parsers (harness/cli.py and each package's `register`); the scenario and
-fault catalog from harness/scenarios.py and nemesis/registry.py; the anomaly kinds from checkers/kinds.py; the ISR
+fault catalog from harness/scenarios.py and nemesis/registry.py; the anomaly kinds from history/kinds.py; the ISR
 model's rules per Kafka release from checkers/model/releases.py; the exit codes from base/exits.py. A page is the
 pure function of those: no dates, no machine paths, so the committed text compares equal anywhere.
 """

@@ -67,9 +67,9 @@ fi
 bash "$ROOT/scripts/toxiproxy.sh" --install >/dev/null \
   || say "warning: could not build toxiproxy (see above): link faults (--link-proxy) will not run"
 
-# 2d. The Spark driver's class-data archive (checkers/spark_cds.py), once per JDK and pyspark: a cold check's JVM
+# 2d. The Spark driver's class-data archive (checkers/spark/cds.py), once per JDK and pyspark: a cold check's JVM
 # maps Spark's classes from it (a real run's check 31.5-33.3 s -> 24.4-25.1 s). Without it checks run as well.
-"$VENV/bin/python" -m kafka_chaos.checkers.spark_cds >/dev/null 2>&1 \
+"$VENV/bin/python" -m kafka_chaos.checkers.spark.cds >/dev/null 2>&1 \
   || say "warning: could not write Spark's class-data archive: checks start their JVM without it"
 
 # 3. A Docker engine: use the one that answers; else start (and if need be install) one.

@@ -34,7 +34,7 @@ def installed(tmp_path_factory):
 
 def test_the_installed_package_is_the_wheel_with_its_own_build_context(installed):
     bin_dir, work = installed
-    probe = ("import json, kafka_chaos, kafka_chaos.base.paths as p, kafka_chaos.checkers.anomalies, "
+    probe = ("import json, kafka_chaos, kafka_chaos.base.paths as p, kafka_chaos.checkers.spark.anomalies, "
              "kafka_chaos.report.page, kafka_chaos.harness.cli; "
              "print(json.dumps([kafka_chaos.__file__, str(p.DOCKER_CONTEXT), kafka_chaos.__version__]))")
     out = subprocess.run([str(bin_dir / "python"), "-c", probe], cwd=work, check=True, capture_output=True, text=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyspark
 
-from kafka_chaos.checkers import spark as checker_spark
+from kafka_chaos.checkers.spark import session as checker_spark
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MARKER = "KAFKA_CHAOS_SPARK_STANDALONE"

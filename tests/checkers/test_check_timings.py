@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kafka_chaos.checkers import spark_quiet
+from kafka_chaos.checkers.spark import quiet as spark_quiet
 from kafka_chaos.checkers.timings import OVERLAPPING, PHASES
 from kafka_chaos.harness.cli import main
 from kafka_chaos.history.synthetic import write_synthetic_run

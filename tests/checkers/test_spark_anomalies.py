@@ -2,10 +2,13 @@
 import pandas as pd
 import pytest
 
-from kafka_chaos.checkers import anomalies, instances, spark_buckets, spark_divergent
-from kafka_chaos.checkers.anomalies import find_anomalies_spark
+from kafka_chaos.checkers import instances
 from kafka_chaos.checkers.availability import reference_buckets
 from kafka_chaos.checkers.reference import count, find_anomalies
+from kafka_chaos.checkers.spark import anomalies
+from kafka_chaos.checkers.spark import buckets as spark_buckets
+from kafka_chaos.checkers.spark import divergent as spark_divergent
+from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
 from kafka_chaos.history.synthetic import write_synthetic_run
 from tests.checkers.conftest import MS, T, frames, read, send, write_run
 from tests.checkers.test_anomaly_definitions import CASES
@@ -55,7 +58,7 @@ def test_injected_synthetic_run_matches_the_reference(spark, tmp_path, monkeypat
                                                        unclean_share):
     narrowing(monkeypatch, unclean_share)
     # Many small shuffle partitions spread each value's sends and reads over tasks, as 100M sends do; and as there,
-    # the windows are exchanged rather than run in one task (spark_queries.one_task).
+    # the windows are exchanged rather than run in one task (spark.queries.one_task).
     monkeypatch.setattr(anomalies, "ROWS_PER_SHUFFLE_PARTITION", rows_per_partition)
     if rows_per_partition < 2_000_000:
         monkeypatch.setattr(anomalies, "ONE_TASK_ROWS", 0)
@@ -142,9 +145,9 @@ def test_the_sends_summary_names_acks_and_outcomes_the_history_format_does_not_d
 def test_the_spark_availability_job_gives_the_reference_islands(spark, tmp_path, history):
     """A local check takes the islands from numpy (checkers.availability_files); on a cluster, Spark's own job does:
     the same tables."""
-    from kafka_chaos.checkers import spark_queries as q
     from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
-    from kafka_chaos.checkers.spark_collect import SEND_COLUMNS, load, to_pandas
+    from kafka_chaos.checkers.spark import queries as q
+    from kafka_chaos.checkers.spark.collect import SEND_COLUMNS, load, to_pandas
     from kafka_chaos.history.reader import read_table
     from kafka_chaos.history.schema import SENDS_SCHEMA
     from tests.checkers.test_availability_files import EDGES

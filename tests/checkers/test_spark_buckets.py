@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from kafka_chaos.checkers.spark_buckets import BUCKET, offset_ranges
+from kafka_chaos.checkers.spark.buckets import BUCKET, offset_ranges
 
 
 def buckets(*rows):
@@ -30,7 +30,7 @@ def test_a_packed_position_unpacks_exactly_at_every_partition_and_offset(spark):
     (a division through a double rounded partition 8192's last offsets into the next partition)."""
     from pyspark.sql import functions as F
 
-    from kafka_chaos.checkers.spark_queries import offset_of, partition_of, pos
+    from kafka_chaos.checkers.spark.queries import offset_of, partition_of, pos
 
     rows = [(p, o) for p in (-1, 0, 1, 8191, 8192, 2**23 - 1) for o in (0, 1, 2**35 + 1, 2**40 - 1)]
     packed = spark.createDataFrame(rows, "p int, o long").select("p", "o", pos(F.col("p"), F.col("o")).alias("x"))
@@ -52,9 +52,9 @@ def test_the_availability_islands_window_runs_in_the_stage_of_its_repartition(sp
     """Two exchanges: the bucket aggregation's and the islands' fixed repartition, whose tasks the window runs in.
     With one run `run` is a constant the window's keys drop; a repartition still keyed on it planned a third
     exchange, which adaptive execution coalesced into one task that ran alone at the end of the 10M check."""
-    from kafka_chaos.checkers import spark_queries as q
     from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
-    from kafka_chaos.checkers.spark_collect import SEND_COLUMNS, load
+    from kafka_chaos.checkers.spark import queries as q
+    from kafka_chaos.checkers.spark.collect import SEND_COLUMNS, load
 
     from .conftest import send, write_run
 
@@ -70,10 +70,10 @@ def test_the_availability_islands_window_runs_in_the_stage_of_its_repartition(sp
 @pytest.mark.spark
 @pytest.mark.parametrize("gather", [True, False], ids=["one-task", "exchanged"])
 def test_gathered_windows_plan_no_exchange_and_find_the_same_rows(spark, tmp_path, gather):
-    """In one task (spark_queries.one_task) the nonmonotonic-sends and poll-gap windows need no exchange; exchanged,
+    """In one task (spark.queries.one_task) the nonmonotonic-sends and poll-gap windows need no exchange; exchanged,
     each window has its own. The rows are the same."""
-    from kafka_chaos.checkers import spark_queries as q
-    from kafka_chaos.checkers.spark_collect import READ_COLUMNS, SEND_COLUMNS, load
+    from kafka_chaos.checkers.spark import queries as q
+    from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS, load
 
     from .conftest import read, send, write_run
 
@@ -95,7 +95,7 @@ def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_b
         spark, tmp_path, monkeypatch, gather):
     """anomalies.ONE_TASK_CONF: a local pass up to ONE_TASK_ROWS plans its jobs without adaptive execution; a larger
     one keeps it; either way the (warm, shared) session's setting is what it was before."""
-    from kafka_chaos.checkers import anomalies
+    from kafka_chaos.checkers.spark import anomalies
 
     from .conftest import read, send, write_run
 
@@ -122,7 +122,7 @@ def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_b
 def test_a_gathered_pass_submits_the_poll_gap_window_only_once_the_bucket_sums_run(spark, tmp_path, monkeypatch):
     """The poll-gap window is one long task locally: submitted first, it would take the core the bucket sums' scan
     waits for (anomalies); so it waits until Spark has the sums' job."""
-    from kafka_chaos.checkers import anomalies
+    from kafka_chaos.checkers.spark import anomalies
 
     from .conftest import read, send, write_run
 
@@ -150,9 +150,9 @@ def test_a_bucket_of_two_producer_settings_is_judged_as_one_and_the_sums_count_e
     """The bucket sums also carry the sends summary, so a bucket's acked sends come in one row per producer setting
     (acks, idempotence). Their masks are OR-ed before the offsets are counted: two settings acked at two offsets
     leave the bucket clean, at one offset crowded."""
-    from kafka_chaos.checkers import spark_buckets as b
-    from kafka_chaos.checkers import spark_queries as q
-    from kafka_chaos.checkers.spark_collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
+    from kafka_chaos.checkers.spark import buckets as b
+    from kafka_chaos.checkers.spark import queries as q
+    from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
 
     from .conftest import read, send, write_run
 

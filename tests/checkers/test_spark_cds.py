@@ -1,4 +1,4 @@
-"""The driver's class-data archive (checkers/spark_cds.py): named after the Java runtime and Spark's jars, used only
+"""The driver's class-data archive (checkers/spark/cds.py): named after the Java runtime and Spark's jars, used only
 when it exists, and really mapped by a check's JVM, which also gets the check's JIT thresholds."""
 import os
 import subprocess
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from kafka_chaos.checkers import spark_cds
-from kafka_chaos.checkers.spark import GC_OPTIONS, JIT_OPTIONS, driver_memory, heap_options
+from kafka_chaos.checkers.spark import cds as spark_cds
+from kafka_chaos.checkers.spark.session import GC_OPTIONS, JIT_OPTIONS, driver_memory, heap_options
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_a_checks_jvm_maps_the_trained_archive_quietly_and_runs_with_the_jit_thr
     does and reads the JVM's memory map."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", spark_cds.DISABLE_ENV,
                                                             "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")}
-    trained = subprocess.run([sys.executable, "-m", "kafka_chaos.checkers.spark_cds"], capture_output=True,
+    trained = subprocess.run([sys.executable, "-m", "kafka_chaos.checkers.spark.cds"], capture_output=True,
                              text=True, timeout=600, env=env)     # its own process: this one may run a session
     assert trained.returncode == 0, trained.stderr[-2000:]
     archive = spark_cds.archive_path()

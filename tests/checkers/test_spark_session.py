@@ -1,5 +1,11 @@
 """The session factory's settings (no JVM started): memory for 10M sends, local cores, adaptive execution."""
-from kafka_chaos.checkers.spark import DRIVER_MEMORY_ENV, LOCAL_MASTER, MASTER_ENV, resolve_master, session_config
+from kafka_chaos.checkers.spark.session import (
+    DRIVER_MEMORY_ENV,
+    LOCAL_MASTER,
+    MASTER_ENV,
+    resolve_master,
+    session_config,
+)
 
 
 def test_the_driver_gets_8g_by_default_and_the_environment_can_change_it(monkeypatch):
@@ -25,7 +31,7 @@ def test_spark_submit_keeps_its_own_master(monkeypatch):
 
 
 def test_the_driver_listens_on_loopback_only_when_every_executor_is_on_this_machine():
-    from kafka_chaos.checkers.spark import on_loopback
+    from kafka_chaos.checkers.spark.session import on_loopback
     assert on_loopback(None) and on_loopback("local[2]") and on_loopback("spark://127.0.0.1:7077")
     assert on_loopback("spark://localhost:7077,127.0.0.1:7078")              # a standalone HA pair, here
     assert not on_loopback("spark://10.0.0.5:7077") and not on_loopback("spark://127.0.0.1:7077,spark-m2:7077")
@@ -41,7 +47,8 @@ def test_under_spark_submit_its_driver_memory_stands():
 
 
 def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_switched_it_off(monkeypatch, tmp_path):
-    from kafka_chaos.checkers import spark, spark_cds
+    from kafka_chaos.checkers.spark import cds as spark_cds
+    from kafka_chaos.checkers.spark import session as spark
 
     for var in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_OPTS",
                 "SPARK_HOME", spark.GC_ENV, spark.JIT_ENV):
@@ -64,7 +71,8 @@ def test_the_driver_gets_the_throughput_collector_unless_the_user_picked_one_or_
 
 
 def test_the_throughput_collector_gets_a_young_generation_of_a_quarter_of_the_heap(monkeypatch, tmp_path):
-    from kafka_chaos.checkers import spark, spark_cds
+    from kafka_chaos.checkers.spark import cds as spark_cds
+    from kafka_chaos.checkers.spark import session as spark
 
     for var in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_OPTS",
                 "SPARK_HOME", spark.GC_ENV, spark.HEAP_ENV, spark.DRIVER_MEMORY_ENV):
@@ -87,7 +95,7 @@ def test_the_throughput_collector_gets_a_young_generation_of_a_quarter_of_the_he
 
 
 def test_adaptive_execution_never_coalesces_a_local_stage_into_fewer_tasks_than_cores(monkeypatch):
-    from kafka_chaos.checkers import spark
+    from kafka_chaos.checkers.spark import session as spark
 
     for cores in (1, 2, 3, 8, 64):
         monkeypatch.setattr(spark, "local_cores", lambda: cores)

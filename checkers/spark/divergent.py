@@ -1,12 +1,12 @@
 """Divergent positions (one offset, several values read) without grouping every read by position.
 
-The per-value pass (checkers.spark_hub) already brings back every value that was not simply read where it was
+The per-value pass (checkers.spark.hub) already brings back every value that was not simply read where it was
 acked. A position can hold two values only if
 - a value read there was not acked there: phantom, failed, recovered, offset mismatch, stray, lost after read, all
   among the collected rows at their one read position; or a value read at several positions (ambiguous, decided
   exactly, with every position it was read at);
 - or two values were acked there and both read there and nowhere else (the final drain read that offset twice,
-  the log changing in between): positions acked twice (spark_hub.double_acked);
+  the log changing in between): positions acked twice (hub.double_acked);
 - or the run acknowledged acks=0 writes, which carry no offset: such runs group every read by position.
 The candidate positions are then looked up in the reads, and those with two or more values are instances.
 """
@@ -16,9 +16,9 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_chaos.checkers import spark_hub as hub
-from kafka_chaos.checkers import spark_queries as q
-from kafka_chaos.checkers.spark_collect import instance_rows, to_pandas
+from kafka_chaos.checkers.spark import hub
+from kafka_chaos.checkers.spark import queries as q
+from kafka_chaos.checkers.spark.collect import instance_rows, to_pandas
 
 MAX_CANDIDATE_POSITIONS = 1_000_000     # more: group every read by position instead
 AT = ["run", "partition", "offset"]

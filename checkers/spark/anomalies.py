@@ -17,14 +17,12 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_chaos.checkers import availability_files, instances
-from kafka_chaos.checkers import spark_buckets as buckets
-from kafka_chaos.checkers import spark_divergent as divergent
-from kafka_chaos.checkers import spark_hub as hub
-from kafka_chaos.checkers import spark_queries as q
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.reference import Counts
-from kafka_chaos.checkers.spark_collect import (
+from kafka_chaos.checkers.spark import buckets, divergent, hub
+from kafka_chaos.checkers.spark import queries as q
+from kafka_chaos.checkers.spark.collect import (
     CRITICAL,
     READ_COLUMNS,
     SEND_COLUMNS,
@@ -75,7 +73,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     # other jobs fill the cores around it instead of queueing ahead of its later stages.
     narrow = rows <= buckets.MAX_ROWS     # else the bucket table itself is too large to bring to the driver
     local = spark.sparkContext.master.startswith("local")       # the driver reads the files the executors read
-    gather = rows <= ONE_TASK_ROWS and local                    # spark_queries.one_task
+    gather = rows <= ONE_TASK_ROWS and local                    # queries.one_task
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
         # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
         avail = pool.submit(availability_files.runs_islands, runs) if local else \
@@ -101,7 +99,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             spark, sends, reads, sums.result() if narrow else None, nonmono.result(), unplaced, rows)
         try:
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
-            # narrowed sources hold every read at a candidate position (spark_buckets); grouping every read does not
+            # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
             diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
                                    positions, unplaced)
             breached = breaches.result()
@@ -128,7 +126,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
                nonmono: pd.DataFrame, unplaced: set[int], rows: int):
     """The per-value pass's rows; the same with the ambiguous ones decided exactly; the positions ambiguous values
     were read at; the positions acked twice; and the sends and reads the pass ran on: those of the unclean buckets
-    (checkers.spark_buckets, persisted), or the whole history when there are no bucket sums or most buckets are
+    (checkers.spark.buckets, persisted), or the whole history when there are no bucket sums or most buckets are
     unclean."""
     narrowed = False
     if sums is not None:

@@ -8,7 +8,7 @@ driver is also the only executor, so it holds every shuffle's hash maps (10M sen
 The driver binds to loopback only when every executor is on this machine (local mode, or a master listening on
 loopback); a remote cluster's executors must reach the driver at its routable address, which is Spark's default
 (or spark.driver.host from spark-defaults.conf / spark-submit --conf). Executors run no Python of ours: every query
-is a DataFrame plan, and the small key tables go in through Arrow (checkers.spark_queries.small_frame).
+is a DataFrame plan, and the small key tables go in through Arrow (checkers.spark.queries.small_frame).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from kafka_chaos.checkers import spark_quiet
+from kafka_chaos.checkers.spark import quiet as spark_quiet
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,8 @@ def user_chose_gc(environ=os.environ) -> bool:
 def default_java_options() -> str:
     """Our driver JVM's options: JIT_OPTIONS, GC_OPTIONS and `heap_options` unless switched off (GC_OPTIONS and
     `heap_options`, which sizes its generations, also when the user already chose a collector), and the class-data
-    archive of checkers.spark_cds if there is one."""
-    from kafka_chaos.checkers import spark_cds
+    archive of checkers.spark.cds if there is one."""
+    from kafka_chaos.checkers.spark import cds as spark_cds
 
     jit = JIT_OPTIONS if os.environ.get(JIT_ENV) != "0" else None
     gc = GC_OPTIONS if os.environ.get(GC_ENV) != "0" and not user_chose_gc() else None
@@ -199,7 +199,7 @@ def get_spark(master: str | None = None, app_name: str = "kafka-chaos-check", ja
     if loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = {"spark.app.name": app_name} | session_config(local, loopback, submitted) | (extra_conf or {})
-    if not submitted:       # our JVM: Spark's start-up lines stay off the terminal (checkers.spark_quiet)
+    if not submitted:       # our JVM: Spark's start-up lines stay off the terminal (checkers.spark.quiet)
         conf["spark.driver.defaultJavaOptions"] = " ".join(
             filter(None, (java_options or default_java_options(), spark_quiet.LOG4J2_OPTION)))
     if resolved is not None:

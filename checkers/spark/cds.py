@@ -3,7 +3,7 @@ instead of finding, parsing, verifying and linking them one by one from 280 jars
 
 A `kafka-chaos check` is one process with one JVM: before this archive, ~13 s went from the JVM's launch to the
 end of a first trivial job, ~4.5 s less with it (README, "Measured figures"). The archive is the JVM's own dynamic
-archive (JEP 350, JDK 13+): a training session (`python -m kafka_chaos.checkers.spark_cds`, run by
+archive (JEP 350, JDK 13+): a training session (`python -m kafka_chaos.checkers.spark.cds`, run by
 scripts/setup.sh) runs the anomaly pass on a small synthetic history with -XX:ArchiveClassesAtExit, and its JVM
 writes the classes it loaded when it exits (tens of seconds of CPU, which is why a check never does it on its own).
 
@@ -83,7 +83,7 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
 
     if SparkContext._gateway is not None:     # its JVM would neither dump nor be ours to stop
         raise RuntimeError("spark_cds.train() needs a process without a Spark JVM: run python -m "
-                           "kafka_chaos.checkers.spark_cds")
+                           "kafka_chaos.checkers.spark.cds")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.stem}.{os.getpid()}.partial")
 
@@ -101,8 +101,8 @@ def training_jvm(java_options: str, sends: int = TRAINING_SENDS) -> None:
     for the JVM to exit: what it writes at exit (a class-data archive, an AOT cache) is complete on return."""
     from pyspark import SparkContext
 
-    from kafka_chaos.checkers.anomalies import find_anomalies_spark
     from kafka_chaos.checkers.spark import get_spark
+    from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
     from kafka_chaos.history.synthetic import write_synthetic_run
 
     with tempfile.TemporaryDirectory(prefix="kc-spark-cds-") as tmp:

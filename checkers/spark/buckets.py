@@ -1,6 +1,6 @@
 """Which values need looking at: offset buckets whose reads are exactly their acked sends are skipped.
 
-The per-value pass (checkers.spark_hub) brings every send and read of a value together by an exchange keyed on the
+The per-value pass (checkers.spark.hub) brings every send and read of a value together by an exchange keyed on the
 value: on 10M sends that is 30M rows hashed into a 10M-entry table, most of the check's time, for values that are
 almost all trivially fine (acked at one position, read there and nowhere else). Values are unique in a run
 (docs/history.md), so a value's rows can only be: its send, at its acked position if it has one; and its reads.
@@ -29,7 +29,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_chaos.checkers import spark_queries as q
+from kafka_chaos.checkers.spark import queries as q
 from kafka_chaos.history.schema import ACKED
 
 BUCKET = 64                     # offsets per bucket: one 64-bit mask of the acked offsets
@@ -64,7 +64,7 @@ def _bucket():
 def bucket_sums(sends: DataFrame, reads: DataFrame) -> DataFrame:
     """(run, partition, bucket, kind, code, n, lo, hi, mask): per bucket and multiset (SEND, FINAL, LIVE), the count,
     the sums of the low and high 32 bits of xxhash64(value, offset), and for sends the OR of the offsets' bits in
-    the bucket; code is the sends' spark_queries.summary_code (0 for reads). Sends without an acked position are
+    the bucket; code is the sends' queries.summary_code (0 for reads). Sends without an acked position are
     counted per run and code (kind UNPLACED, no partition or bucket), so that `sends_summary` needs no scan of its
     own: it ran as a 10M-row job of its own, 2.5 s in one task slot at the start of the 10M check."""
     placed = _placed(sends)
@@ -86,8 +86,8 @@ def bucket_sums(sends: DataFrame, reads: DataFrame) -> DataFrame:
 
 
 def sends_summary(sums: pd.DataFrame) -> pd.DataFrame:
-    """spark_queries.sends_summary's (run, outcome, acks, idempotent, count) from `bucket_sums`, outcome and acks as
-    their codes (spark_queries.summary_of_codes)."""
+    """queries.sends_summary's (run, outcome, acks, idempotent, count) from `bucket_sums`, outcome and acks as
+    their codes (queries.summary_of_codes)."""
     sent = sums[sums["kind"].isin((SEND, UNPLACED))]
     codes = sent.groupby(["run", "code"], as_index=False)["n"].sum().rename(columns={"n": "count"})
     return q.summary_of_codes(codes)
@@ -137,7 +137,7 @@ def judge_buckets(sums: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
 
 
 def reads_summary(sums: pd.DataFrame) -> pd.DataFrame:
-    """spark_queries.reads_summary's counts from `bucket_sums`, which sums every read: (run, phase, partition,
+    """queries.reads_summary's counts from `bucket_sums`, which sums every read: (run, phase, partition,
     count), phase "final" or "live" (any other phase counts as live: only the drain's reads are told apart)."""
     reads = sums[sums["kind"].isin((FINAL, LIVE))]
     out = reads.groupby(["run", "kind", "partition"], as_index=False)["n"].sum()

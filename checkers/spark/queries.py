@@ -52,7 +52,7 @@ SUMMARY_STRIDE = 3                          # idempotent: 0 false, 1 true, 2 nul
 
 def summary_code():
     """A send's (outcome, acks, idempotent) as one small integer, the codes of OUTCOMES and ACKS (`_index_of`)
-    combined: what `sends_summary` groups by, and spark_buckets.bucket_sums beside its own work."""
+    combined: what `sends_summary` groups by, and buckets.bucket_sums beside its own work."""
     idempotent = F.coalesce(F.col("idempotent").cast("int"), F.lit(2))
     return (_index_of(F.col("outcome"), OUTCOMES) * (len(ACKS) + 1) + _index_of(F.col("acks"), ACKS)) * \
         SUMMARY_STRIDE + idempotent
@@ -77,20 +77,20 @@ def sends_summary_by_name(sends: DataFrame) -> DataFrame:
 
 def reads_summary(reads: DataFrame) -> DataFrame:
     """Per run, phase and partition: how many reads (the counts of verdict.json, and which partitions the final
-    drain touched). Histories small enough for spark_buckets take them from its bucket sums instead."""
+    drain touched). Histories small enough for buckets take them from its bucket sums instead."""
     return reads.groupBy("run", "phase", "partition").count()
 
 
 def one_task(df: DataFrame, gather: bool) -> DataFrame:
     """`df` in a single task when `gather`: a window or aggregation over it then needs no exchange (a single
     partition satisfies any clustering), which on 2 cores costs more CPU than it saves in parallelism. The check
-    gathers its windows and, for histories too large for bucket sums, the sends summary (checkers.anomalies); a local
+    gathers its windows and, for histories too large for bucket sums, the sends summary (anomalies); a local
     check's availability buckets are computed in numpy instead (checkers.availability_files).
 
     Warm, one session, the 10M file (bench/query_bench.py, rounds 2-3): nonmonotonic sends 7.1-8.1 -> 5.7-6.0 JVM
     CPU-s, poll gaps 6.1-6.4 -> 4.7, availability buckets 6.7-9.5 -> 5.8-6.7; each query's wall time is longer,
     but the check runs them side by side, so what counts is the CPU. For local checks of histories up to
-    `checkers.anomalies.ONE_TASK_ROWS` only: a cluster's executors, and one task's sort beyond that, want the
+    `checkers.spark.anomalies.ONE_TASK_ROWS` only: a cluster's executors, and one task's sort beyond that, want the
     exchange."""
     return df.coalesce(1) if gather else df
 
@@ -216,7 +216,7 @@ def value_positions(events: DataFrame) -> DataFrame:
 
 def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     """Rows that are per-value instances, one boolean column `k_<kind>` per kind, by the three-level definitions
-    (the exact path: every value `spark_hub` could not decide from extremes).
+    (the exact path: every value `hub` could not decide from extremes).
 
     Columns: run, value, op_id, n (positions read), partition and offset (the first position read), t_read
     (first read), lar_p and lar_o (lost_after_read: the partition a live consumer read it in and the final drain

@@ -1,6 +1,6 @@
 """The per-value pass in one aggregation: the common case decided from min/max, the rest sent to the exact path.
 
-`spark_queries.value_positions` + `candidates` decide every per-value kind in three aggregation levels (value,
+`queries.value_positions` + `candidates` decide every per-value kind in three aggregation levels (value,
 partition, offset) -> (value, partition) -> value. On 10M sends that is the dearest part of the check, and for
 almost every value the answer is trivial: one send, read at one position, in one partition, by the live consumer
 and the final drain. So the same exchange keyed by (run, value) feeds a single aggregation that keeps, per value,
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.checkers.spark_queries import (
+from kafka_chaos.checkers.spark.queries import (
     CANDIDATE_KINDS,
     acked_twice,
     flagged,
@@ -32,7 +32,7 @@ HUB_FLAGS = ("k_ambiguous", "k_stray")
 
 
 def value_summary(events: DataFrame) -> DataFrame:
-    """Per (run, value), from `spark_queries.value_events`: the send's code, op_id and position, and the extremes
+    """Per (run, value), from `queries.value_events`: the send's code, op_id and position, and the extremes
     of its reads. One hash aggregation, numeric buffers only; the events' (run, value) partitioning satisfies it."""
     is_read, is_send = F.col("code") <= 0, F.col("code") > 0
     live, final = F.col("code") == 0, F.col("code") == -1
@@ -51,7 +51,7 @@ def value_summary(events: DataFrame) -> DataFrame:
 
 
 def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
-    """The rows of `spark_queries.candidates`' per-value part, plus k_ambiguous (decide it exactly) and k_stray
+    """The rows of `queries.candidates`' per-value part, plus k_ambiguous (decide it exactly) and k_stray
     (read somewhere else than an acked position it was sent to: the only reads that can make a position divergent
     without a second acked send there)."""
     s = value_summary(events)
