@@ -95,15 +95,21 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if narrow else \
             send_summary.result()
         unplaced = divergent.runs_without_positions(send_summary)
-        found, per_value, amb_positions, doubles, (s_src, r_src) = _per_value(
-            spark, sends, reads, sums.result() if narrow else None, nonmono.result(), unplaced, rows)
+
+        def start_details(candidates: pd.DataFrame, s_src: DataFrame) -> Future:
+            """The candidates' send columns, fetched while their ambiguous values are decided: the exact path keeps
+            each value's op_id, so the keys are known once the per-value pass is back."""
+            return pool.submit(lambda: _send_details(spark, sends if len(breaches.result()) else s_src, candidates,
+                                                     breaches.result()))
+
+        found, per_value, amb_positions, doubles, (s_src, r_src), details = _per_value(
+            spark, sends, reads, sums.result() if narrow else None, nonmono.result(), unplaced, rows, start_details)
         try:
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
             # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
             diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
                                    positions, unplaced)
-            breached = breaches.result()
-            details = _send_details(spark, sends if len(breached) else s_src, per_value, breached)
+            breached, details = breaches.result(), details.result()
             found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
                      poll_skips.result()]
         finally:
@@ -123,11 +129,12 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
 
 
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
-               nonmono: pd.DataFrame, unplaced: set[int], rows: int):
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int, start_details):
     """The per-value pass's rows; the same with the ambiguous ones decided exactly; the positions ambiguous values
-    were read at; the positions acked twice; and the sends and reads the pass ran on: those of the unclean buckets
+    were read at; the positions acked twice; the sends and reads the pass ran on: those of the unclean buckets
     (checkers.spark.buckets, persisted), or the whole history when there are no bucket sums or most buckets are
-    unclean."""
+    unclean; and the future of the candidates' send columns, which `start_details` (candidates, sends) began
+    before the ambiguous values were decided."""
     narrowed = False
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
@@ -155,6 +162,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         found = pass_over(s_src, r_src)     # fills the new caches from the narrowed ones: only then drop those
         narrow_s.unpersist()
         narrow_r.unpersist()
+    details = start_details(found, s_src)
     per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
     if sums is None or (unplaced and not narrowed):
         doubles = divergent.double_acked(spark, sends, unplaced)
@@ -162,7 +170,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL)
     else:
         doubles = pd.DataFrame(columns=divergent.AT)
-    return found, per_value, amb_positions, doubles, (s_src, r_src)
+    return found, per_value, amb_positions, doubles, (s_src, r_src), details
 
 
 def _sends_summary(sends: DataFrame) -> pd.DataFrame:
@@ -240,16 +248,13 @@ def _poll_skip_rows(spark: SparkSession, reads: DataFrame, gather: bool) -> pd.D
     if not len(gaps):
         return pd.DataFrame()
     gaps["gap"] = range(len(gaps))
-    keyed = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["partition"].astype(int),
-                                          gaps["from_offset"].astype(int), gaps["offset"].astype(int),
-                                          gaps["gap"].astype(int))),
+    keyed = q.small_frame(spark, gaps[["run", "partition", "from_offset", "offset", "gap"]],
                           "run int, partition int, from_offset long, offset long, gap long")
     skipping = set(to_pandas(q.gaps_with_reads_between(reads, keyed), "poll gaps: reads between")["gap"].astype(int))
     gaps = gaps[gaps["gap"].isin(skipping)]
     if not len(gaps):
         return pd.DataFrame()
-    keys = q.small_frame(spark, list(zip(gaps["run"].astype(int), gaps["stream"].astype(int),
-                                         gaps["seq"].astype(int))), "run int, stream long, seq long")
+    keys = q.small_frame(spark, gaps[["run", "stream", "seq"]], "run int, stream long, seq long")
     landed = to_pandas(q.reads_at(reads, keys), "poll gaps: landing reads").rename(columns={"t_ns": "t_read_ns"})
     rows = gaps.merge(landed, on=["run", "stream", "seq"]).drop(columns=["stream", "gap"])
     return instance_rows([rows.assign(kind="poll_skip")])
