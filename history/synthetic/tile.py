@@ -7,11 +7,15 @@ becomes "c0~k": each tile's live consumers are new ones, so no consumer steps fr
 final drain stays one consumer, its seq shifted. The faults and cluster samples are the real run's, repeated: the
 ISR model replays every tile's faults. Whatever anomalies the real run had, the tiled one has k times over, at the
 same places in each tile. The last tile is cut at `sends` (its reads kept only for the sends kept, the drain's).
-logs/ and the journal are not copied: the check then has no client statistics or controller log to read.
+The node logs' fencing and fatal-fault lines are tiled too, their times shifted like the rest (the model replays
+each tile with the controller's logged unfence and fence times, as it did the real run); the client logs and the
+journal are not copied: the check has no client statistics to read.
 """
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kafka_chaos.history.controller_log import parse_line
 from kafka_chaos.history.schema import CLUSTER_SCHEMA, FAULTS_SCHEMA, READS_SCHEMA, SENDS_SCHEMA
 
 GAP_NS = 1_000_000_000     # between one tile's end and the next one's start
@@ -74,6 +79,7 @@ def tile_run(source: Path, out: Path, sends: int) -> Path:
                        out / "history/faults.parquet")
     pq.write_table(pa.concat_tables([_tile_cluster(cluster, k, span, ends) for k in range(tiles)]),
                    out / "history/cluster.parquet")
+    _tile_logs(source / "logs", out / "logs", tiles, span)
     meta.update(run_id=out.name, end_ns=int(meta["start_ns"]) + tiles * span - GAP_NS,
                 command=f"tiled x{tiles} to {sends} sends from {source.name}: {meta.get('command')}",
                 drain={**(meta.get("drain") or {}), "ends": {str(p): int(e * tiles) for p, e in enumerate(ends)},
@@ -125,3 +131,31 @@ def _tile_cluster(t: pa.Table, k: int, span: int, ends: np.ndarray) -> pa.Table:
     shifted = pc.add(hw, pa.array(ends[part.astype(np.int64)] * k).cast(hw.type))
     cols["high_watermark"] = pc.if_else(pc.less(hw, 0), hw, shifted)
     return pa.table(cols, schema=CLUSTER_SCHEMA)
+
+
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
+CLIENT_LOGS = ("clients.log", "java-clients.log")
+
+
+def _tile_logs(source: Path, out: Path, tiles: int, span: int) -> None:
+    """The node logs' lines the checker reads (history.controller_log: fencing events, a fatal fault and the line
+    after it), once per tile, each tile's times shifted by k * span (to the millisecond, as the logs write them)."""
+    if not source.is_dir():
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.glob("*.log")):
+        if path.name in CLIENT_LOGS:
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        kept = []
+        for i, line in enumerate(lines):
+            if parse_line(line) is not None:
+                kept.append(line)
+            elif "Encountered fatal fault" in line:
+                kept += [line] + ([lines[i + 1]] if i + 1 < len(lines) and not _STAMP.match(lines[i + 1]) else [])
+        with (out / path.name).open("w", encoding="utf-8") as f:
+            for k in range(tiles):
+                shift = timedelta(milliseconds=k * span // 1_000_000)
+                for line in kept:
+                    f.write(_STAMP.sub(lambda m: "[" + (datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") + shift)
+                                       .strftime("%Y-%m-%d %H:%M:%S,%f")[:-3] + "]", line) + "\n")

@@ -2,6 +2,8 @@
 a tiled run holds its source's anomalies once per tile."""
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from kafka_chaos.checkers import reference
@@ -35,3 +37,22 @@ def test_tiled_run_repeats_its_source(tmp_path):
     assert (kinds(tiled) == 3 * kinds(source)).all()
     cut = tile_run(source, tmp_path / "cut", 12_500)     # the last tile cut at half
     assert len(pd.read_parquet(cut / "history/sends.parquet")) == 12_500
+
+
+def test_a_tiled_run_repeats_its_node_logs_fencing_lines_shifted_with_each_tile(tmp_path):
+    from kafka_chaos.history.controller_log import fencing_events
+
+    source = write_synthetic_run(tmp_path / "src", sends=2_000, partitions=3, shape=HEAVY)
+    (source / "logs").mkdir(exist_ok=True)
+    (source / "logs" / "run-c101.log").write_text(
+        "[2026-11-27 18:19:30,123] INFO [QuorumController id=101] Fencing broker 2 at epoch 7 because its session "
+        "has timed out. (org.apache.kafka.controller.ReplicationControlManager)\n"
+        "[2026-11-27 18:19:31,000] INFO something else the checker does not read\n")
+    (source / "logs" / "clients.log").write_text("[2026-11-27 18:19:30,123] client chatter\n")
+    meta = json.loads((source / "meta.json").read_text())
+    span = meta["end_ns"] - meta["start_ns"] + 1_000_000_000
+    tiled = tile_run(source, tmp_path / "tiled", 6_000)
+    events = fencing_events(tiled)
+    assert [(e.broker, e.event) for e in events] == [(2, "fenced")] * 3
+    assert [e.t_ns - events[0].t_ns for e in events] == [k * (span // 1_000_000) * 1_000_000 for k in range(3)]
+    assert not (tiled / "logs" / "clients.log").exists()
