@@ -44,11 +44,12 @@ def settings_from(args: argparse.Namespace):
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from kafka_chaos.checkers.check import check_many
+    from kafka_chaos.history.layout import JOURNAL_DIR
     from kafka_chaos.history.objstore import Staged
 
     # s3://bucket/prefix: its complete runs staged locally (the driver's reads), Spark's jobs reading the bucket
     # itself through s3a (checkers.s3a), and what the check wrote uploaded back
-    staged = Staged(args.paths)
+    staged = Staged(args.paths, skip=(JOURNAL_DIR,))         # the journal stays in the bucket: never read here
     with staged as paths:
         return check_many(paths, force=args.force, spark_master=args.spark_master, engine=args.engine,
                           settings=settings_from(args), as_json=args.json, sources=staged.sources())

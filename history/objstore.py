@@ -193,9 +193,10 @@ def upload_run(run_dir: Path, root: S3Root, *, replace: bool = False, fs=None) -
     return done
 
 
-def download_run(root: S3Root, run_id: str, dest: Path, fs=None) -> Path:
-    """prefix/<run_id>/ into dest/<run_id>/, exactly the files its marker names (nothing listed beyond it).
-    UsageError if the run is not complete."""
+def download_run(root: S3Root, run_id: str, dest: Path, fs=None, skip: tuple[str, ...] = ()) -> Path:
+    """prefix/<run_id>/ into dest/<run_id>/, exactly the files its marker names (nothing listed beyond it) but those
+    under a folder in `skip` (e.g. history/journal: a check reads the Parquet files built from it). UsageError if
+    the run is not complete."""
     fs = fs or filesystem()
     done = marker(root, check_run_id(run_id), fs=fs)
     if done is None:
@@ -203,6 +204,8 @@ def download_run(root: S3Root, run_id: str, dest: Path, fs=None) -> Path:
                          "wait for its upload to finish, or upload it again")
     target = Path(dest) / run_id
     for rel, size in done["files"].items():
+        if any(rel.startswith(folder.rstrip("/") + "/") for folder in skip):
+            continue
         data = read_bytes(root, run_id, rel, fs=fs)
         if data is None or len(data) != size:
             raise UsageError(f"{root.url}/{run_id}/{rel}: missing or of another size than its marker says",
@@ -227,7 +230,8 @@ def location(value) -> str | None:
     return None
 
 
-def stage(url: str, workdir: Path, fs=None) -> tuple[S3Root, list[tuple[str, Path]], list[str]]:
+def stage(url: str, workdir: Path, fs=None, skip: tuple[str, ...] = ()) -> tuple[S3Root, list[tuple[str, Path]],
+                                                                              list[str]]:
     """Downloads the complete runs at `url` (one run, or every run directly under a root) into workdir; returns the
     root they live in, (run id, local dir) pairs, and the run ids skipped as not complete."""
     fs = fs or filesystem()
@@ -235,13 +239,13 @@ def stage(url: str, workdir: Path, fs=None) -> tuple[S3Root, list[tuple[str, Pat
     if root.prefix:
         parent = S3Root(root.bucket, root.prefix.rpartition("/")[0])
         if marker(parent, root.name, fs=fs) is not None:
-            return parent, [(root.name, download_run(parent, root.name, workdir, fs=fs))], []
+            return parent, [(root.name, download_run(parent, root.name, workdir, fs=fs, skip=skip))], []
     staged, skipped = [], []
     for name in list_names(root, fs=fs):
         if marker(root, name, fs=fs) is None:
             skipped.append(name)
         else:
-            staged.append((name, download_run(root, name, workdir, fs=fs)))
+            staged.append((name, download_run(root, name, workdir, fs=fs, skip=skip)))
     if not staged:
         raise UsageError(f"{url}: no complete run there" + (f" ({len(skipped)} not complete)" if skipped else ""),
                          "give s3://bucket/prefix of a results root, or of one uploaded run")
@@ -262,7 +266,7 @@ def publish(root: S3Root, run_dir: Path, fs=None) -> list[str]:
     fs.delete_file(root.key(run_id, MARKER))
     for rel in changed:
         write_bytes(root, (Path(run_dir) / rel).read_bytes(), run_id, rel, fs=fs)
-    done = {"run_id": run_id, "files": now,
+    done = {"run_id": run_id, "files": dict(sorted((before | now).items())),    # what was not staged stays listed
             "completed": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     write_bytes(root, json.dumps(done, indent=1).encode(), run_id, MARKER, fs=fs)
     return changed
@@ -275,8 +279,8 @@ class Staged:
     """`with Staged(paths) as local:` the s3:// locations among `paths` downloaded (complete runs only) and replaced
     by their local copies; on leaving, what was added or changed is uploaded (markers last) and the copies removed."""
 
-    def __init__(self, paths: list[str]):
-        self.paths = [str(p) for p in paths]
+    def __init__(self, paths: list[str], skip: tuple[str, ...] = ()):
+        self.paths, self.skip = [str(p) for p in paths], skip     # skip: folders of each run left in the bucket
         self.runs: list[tuple[S3Root, Path]] = []
         self.roots: list[tuple[S3Root, Path]] = []     # each location and its local root (a check's verdicts.parquet)
         self.skipped: list[str] = []
@@ -295,7 +299,7 @@ class Staged:
             if self._dir is None:
                 self._fs, self._dir = filesystem(), Path(tempfile.mkdtemp(prefix="kafka-chaos-s3-"))
             where = self._dir / f"{len(self.roots)}"
-            root, staged, skipped = stage(url, where, fs=self._fs)
+            root, staged, skipped = stage(url, where, fs=self._fs, skip=self.skip)
             self.roots.append((root, where))
             self.runs += [(root, d) for _, d in staged]
             self.skipped += [f"{root.url}/{s}" for s in skipped]

@@ -207,3 +207,18 @@ def test_upload_sends_a_root_of_runs_once_and_skips_what_is_complete(s3, tmp_pat
     out = capsys.readouterr().out
     assert "0 run(s) uploaded" in out and "2 already complete" in out
     assert main(["upload", str(tmp_path / "root"), str(tmp_path / "not-s3")]) == 2
+
+
+def test_a_check_leaves_the_journal_in_the_bucket_and_in_the_marker(s3, tmp_path):
+    """check reads the Parquet files built from the journal, never the journal (three quarters of a real run's
+    bytes): it is not staged, and the marker rewritten after the check still names it."""
+    run = write_synthetic_run(tmp_path / "up" / "j1", sends=300, seed=1)
+    (run / "history" / "journal").mkdir(exist_ok=True)
+    (run / "history" / "journal" / "p0.tsv").write_bytes(b"x" * 1000)
+    objstore.upload_run(run, s3)
+    staged = objstore.download_run(s3, "j1", tmp_path / "st", skip=("history/journal",))
+    assert not (staged / "history" / "journal").exists() and (staged / "history" / "sends.parquet").is_file()
+    assert main(["check", s3.url, "--engine", "pandas"]) == 0
+    files = objstore.marker(s3, "j1")["files"]
+    assert files["history/journal/p0.tsv"] == 1000 and "verdict.json" in files
+    assert objstore.read_bytes(s3, "j1", "history", "journal", "p0.tsv") == b"x" * 1000
