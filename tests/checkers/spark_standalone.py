@@ -148,3 +148,11 @@ class Standalone:
             found |= {t for t in targets if t.startswith(f"{top}/") and not t.startswith(f"{allowed}/")
                       and not t.startswith(f"{top}/hsperfdata_") and not t.startswith(installed)}
         return found
+
+
+def assert_same(got: dict, expected: dict) -> None:
+    """Two checks' {run: (verdict without the checker's own keys, anomalies table)} agree run for run."""
+    assert got.keys() == expected.keys()
+    for name, (verdict, table) in expected.items():
+        assert got[name][0] == verdict, name
+        assert got[name][1].equals(table), name

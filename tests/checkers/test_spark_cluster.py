@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_chaos.history.synthetic import write_synthetic_run
-from tests.checkers.spark_standalone import SPARK_HOME, Standalone
+from tests.checkers.spark_standalone import SPARK_HOME, Standalone, assert_same
 
 pytestmark = pytest.mark.spark
 
@@ -64,13 +64,6 @@ def outputs(root: Path) -> dict[str, tuple[dict, object]]:
         verdict.pop("timings", None)
         out[run.name] = (verdict, pq.read_table(run / "anomalies.parquet"))
     return out
-
-
-def assert_same(got: dict, expected: dict) -> None:
-    assert got.keys() == expected.keys()
-    for name, (verdict, table) in expected.items():
-        assert got[name][0] == verdict, name
-        assert got[name][1].equals(table), name
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 from kafka_chaos.base.errors import EnvironmentProblem
 from kafka_chaos.history import objstore
 from kafka_chaos.history.synthetic import write_synthetic_run
-from tests.checkers.spark_standalone import Standalone
+from tests.checkers.spark_standalone import Standalone, assert_same
 from tests.checkers.test_spark_cluster import DRIVER, INJECT, copy_run
 from tests.history.test_objstore import s3, server  # noqa: F401  (the fixtures: one real server per module)
 
@@ -72,13 +72,6 @@ def outputs_bucket(root: objstore.S3Root) -> tuple[dict[str, tuple[dict, pa.Tabl
                      pq.read_table(pa.BufferReader(objstore.read_bytes(root, name, "anomalies.parquet"))))
         assert "verdict.json" in objstore.marker(root, name)["files"]         # the marker rewritten with it
     return out, checkers
-
-
-def assert_same(got: dict, expected: dict) -> None:
-    assert got.keys() == expected.keys()
-    for name, (verdict, table) in expected.items():
-        assert got[name][0] == verdict, name
-        assert got[name][1].equals(table), name
 
 
 @pytest.fixture(scope="module")
