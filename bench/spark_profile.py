@@ -8,6 +8,7 @@ wall time does, so they are the figure to compare when the machine is not idle.
 
     python bench/spark_profile.py /tmp/kafka-chaos-bench/bench-10000000-p12
     python bench/spark_profile.py RUN --conf spark.shuffle.compress=false     # try a setting
+    python bench/spark_profile.py RUN --no-narrowing     # every row through the per-value pass, as on a dense history
 """
 from __future__ import annotations
 
@@ -60,11 +61,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="a results directory")
     ap.add_argument("--conf", action="append", default=[], help="KEY=VALUE, a Spark setting to try")
+    ap.add_argument("--no-narrowing", action="store_true",
+                    help="send the whole history through the per-value pass even where the bucket sums would narrow "
+                         "it (checkers/spark/buckets.py): what a clean history would cost if its anomalies were spread")
     args = ap.parse_args()
     log_dir = Path(tempfile.mkdtemp(prefix="kc-spark-profile-"))
     os.environ["KAFKA_CHAOS_SPARK_EVENT_LOG"] = str(log_dir)
+    from kafka_chaos.checkers.spark import buckets
     from kafka_chaos.checkers.spark import session as spark_factory
     from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
+    if args.no_narrowing:
+        buckets.MAX_UNCLEAN_SHARE = -1.0       # no share of unclean buckets is small enough: never narrow
 
     extra = dict(kv.partition("=")[::2] for kv in args.conf)
     project_config = spark_factory.session_config

@@ -133,9 +133,10 @@ def _breach_windows(model: ModelResult, samples: pd.DataFrame) -> list[tuple[int
 
 def check(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
           table: bool = True, settings: CheckSettings = CheckSettings(),
-          sources: dict[str, str] | None = None) -> list[RunOutcome]:
+          sources: dict[str, str] | None = None, release_spark: bool = False) -> list[RunOutcome]:
     """Check every run under `paths` and write verdict.json and anomalies.parquet into each.
 
+    release_spark: end the Spark session this call starts once its scans are back (spark.session.ender).
     sources: {local run directory: s3:// URL of the same run} for runs staged from a bucket, whose history Spark's
     jobs then read from the bucket (checkers.s3a)."""
     started, spent = time.monotonic(), {}     # checkers.timings: where the time went
@@ -166,7 +167,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
         # model's certain under-min-ISR windows only for its min_isr_breach job, which waits for them.
         checker, windows = {"engine": engine}, Future()
         with _quick_switches(), ThreadPoolExecutor(max_workers=1) as side:
-            finding = side.submit(_find, ready, engine, spark_master, windows, checker, spent, sources or {})
+            finding = side.submit(_find, ready, engine, spark_master, windows, checker, spent, sources or {},
+                                  release_spark)
             try:
                 with timed(spent, "model"):
                     models = {run_id: model_for(present, meta, run_dir) for run_id, (run_dir, meta, present)
@@ -248,18 +250,20 @@ def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
 
 
 def _find(ready: dict, engine: str, spark_master: str | None, windows: Future, checker: dict, spent: dict,
-          sources: dict[str, str]):
+          sources: dict[str, str], release_spark: bool = False):
     runs = {run_id: run_dir for run_id, (run_dir, _, _) in ready.items()}
     if engine == "spark":
         from kafka_chaos.checkers import s3a
         from kafka_chaos.checkers.spark.anomalies import find_anomalies_spark
+        from kafka_chaos.checkers.spark.session import ender
         remote = {run_id: sources[str(Path(d).resolve())] for run_id, d in runs.items()
                   if str(Path(d).resolve()) in sources}
+        end = ender(release_spark)          # asked before the session starts: is one running already?
         with timed(spent, "spark_start"):
             spark, read_from = s3a.session(spark_master, remote)
         checker |= spark_identity(spark) | ({"history_read": "s3a"} if read_from else {})
         with timed(spent, "scans"):
-            return find_anomalies_spark(spark, runs, windows, read_from)
+            return find_anomalies_spark(spark, runs, windows, read_from, when_done=lambda: end(spark))
     if engine == "pandas":
         with timed(spent, "scans"):
             return reference_findings(runs, {rid: present for rid, (_, _, present) in ready.items()},
@@ -380,15 +384,13 @@ def check_run(path, force: bool = False, spark_master: str | None = None, engine
 def check_many(paths: list, force: bool = False, spark_master: str | None = None, engine: str = "spark",
                settings: CheckSettings = CheckSettings(), as_json: bool = False,
                sources: dict[str, str] | None = None) -> int:
-    if as_json:                     # stdout carries the JSON alone
-        with contextlib.redirect_stdout(sys.stderr):
-            outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine, settings=settings,
-                             sources=sources)
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():  # stdout: the JSON alone
+        outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine, settings=settings,
+                         sources=sources, release_spark=True)
+    if as_json:
         print(json.dumps([{"run_id": o.run_id, "path": str(o.path), "status": o.status, "exit_code": o.exit_code,
                            "verdict": o.verdict, "error": o.error} for o in outcomes], indent=2))
         return exit_code(outcomes)
-    outcomes = check(list(paths), force=force, spark_master=spark_master, engine=engine, settings=settings,
-                     sources=sources)
     print_outcomes(outcomes)
     if len(outcomes) == 1 and outcomes[0].status == "unusable":
         raise HistoryError(outcomes[0].error)

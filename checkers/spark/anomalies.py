@@ -51,7 +51,7 @@ __all__ = ["Findings", "find_anomalies_spark"]
 
 def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                          breach_windows: dict[str, list[tuple[int, int, int]]] | Future | None = None,
-                         sources: dict[str, str] | None = None) -> Findings:
+                         sources: dict[str, str] | None = None, when_done=None) -> Findings:
     """Every anomaly instance of every run in `runs` ({run_id: results dir}) in one Spark session.
 
     sources: {run_id: URL} for runs whose history Spark's jobs read from there rather than from the results dir
@@ -61,6 +61,9 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     breach_windows: per run, (partition, start_ns, end_ns) windows in which the ISR model is certain the ISR was
     below min.insync.replicas; acks=all writes acked wholly inside one are `min_isr_breach` instances. May be a
     Future of them (the model still running): only that job waits for it.
+
+    when_done: called once the last Spark job is back, before the instance rows are put together (checkers.check
+    ends a one-shot check's JVM there, so that the largest pandas frames do not sit beside its heap).
     """
     run_ids = list(runs)
     read_from = {run_id: (sources or {}).get(run_id, run_dir) for run_id, run_dir in runs.items()}
@@ -110,15 +113,17 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
                                    positions, unplaced)
             breached, details = breaches.result(), details.result()
-            found = [_per_value_rows(per_value, details), _breach_rows(breached, details), diverged.result(),
-                     poll_skips.result()]
+            found = [diverged.result(), poll_skips.result()]
         finally:
             for frame in (s_src, r_src):
                 frame.unpersist()
         read_summary = buckets.reads_summary(sums.result()) if narrow else read_summary.result()
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
-
+    if when_done is not None:
+        when_done()
+    # after when_done: on 100M anomaly-dense sends these rows are the driver's largest frames (7M instances)
+    found = [_per_value_rows(per_value, details), _breach_rows(breached, details), *found]
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
     found = found.assign(run_id=[run_ids[int(i)] for i in found["run"]]).drop(columns="run")
