@@ -9,6 +9,7 @@ wall time does, so they are the figure to compare when the machine is not idle.
     python bench/spark_profile.py /tmp/kafka-chaos-bench/bench-10000000-p12
     python bench/spark_profile.py RUN --conf spark.shuffle.compress=false     # try a setting
     python bench/spark_profile.py RUN --no-narrowing     # every row through the per-value pass, as on a dense history
+    python bench/spark_profile.py RUN --timeline         # each job's start and end: the critical path, the idle gaps
 """
 from __future__ import annotations
 
@@ -57,6 +58,19 @@ def parse_event_log(path: Path) -> tuple[dict[str, dict[str, float]], float]:
     return dict(rows), total
 
 
+def job_timeline(path: Path) -> list[tuple[float, float, str]]:
+    """(submitted, completed, label) per job in epoch seconds, in submission order."""
+    label, start, out = {}, {}, []
+    for line in path.read_text().splitlines():
+        e = json.loads(line)
+        if e["Event"] == "SparkListenerJobStart":
+            label[e["Job ID"]] = (e.get("Properties") or {}).get("spark.job.description") or "(unlabelled)"
+            start[e["Job ID"]] = e["Submission Time"] / 1e3
+        elif e["Event"] == "SparkListenerJobEnd" and e["Job ID"] in start:
+            out.append((start[e["Job ID"]], e["Completion Time"] / 1e3, label[e["Job ID"]]))
+    return sorted(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="a results directory")
@@ -64,6 +78,7 @@ def main() -> int:
     ap.add_argument("--no-narrowing", action="store_true",
                     help="send the whole history through the per-value pass even where the bucket sums would narrow "
                          "it (checkers/spark/buckets.py): what a clean history would cost if its anomalies were spread")
+    ap.add_argument("--timeline", action="store_true", help="also each job's start and end, from the pass's start")
     args = ap.parse_args()
     log_dir = Path(tempfile.mkdtemp(prefix="kc-spark-profile-"))
     os.environ["KAFKA_CHAOS_SPARK_EVENT_LOG"] = str(log_dir)
@@ -78,11 +93,12 @@ def main() -> int:
     spark_factory.session_config = lambda *a, **k: project_config(*a, **k) | extra    # the settings to try
     t0 = time.perf_counter()
     spark = spark_factory.get_spark()
-    t1 = time.perf_counter()
+    t1, epoch1 = time.perf_counter(), time.time()
     findings = find_anomalies_spark(spark, {"run": args.run})
     t2 = time.perf_counter()
     spark.stop()
-    rows, total = parse_event_log(next(log_dir.iterdir()))
+    log = next(log_dir.iterdir())
+    rows, total = parse_event_log(log)
     print(f"session start {t1 - t0:.1f} s, anomaly pass {t2 - t1:.1f} s, executor CPU {total:.1f} s, "
           f"load {os.getloadavg()[0]:.1f}, instances {len(findings.instances)}")
     print(f"{'job':<36} {'jobs':>4} {'tasks':>5} {'cpu s':>7} {'task s':>7} {'wall s':>7} {'gc s':>6} "
@@ -91,6 +107,10 @@ def main() -> int:
         print(f"{label:<36} {int(r['jobs']):>4} {int(r['tasks']):>5} {r['cpu_s']:>7.1f} {r['run_s']:>7.1f} "
               f"{r['wall_s']:>7.1f} {r['gc_s']:>6.1f} {r['shuffle_mb']:>8.0f} {r['shuffle_write_s']:>8.1f} "
               f"{r['spill_mb']:>8.0f}")
+    if args.timeline:
+        print(f"\n{'start s':>8} {'end s':>8}  job   (seconds from the pass's start; {t2 - t1:.1f} s in all)")
+        for a, b, label in job_timeline(log):
+            print(f"{a - epoch1:>8.1f} {b - epoch1:>8.1f}  {label}")
     return 0
 
 

@@ -98,21 +98,24 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if narrow else \
             send_summary.result()
         unplaced = divergent.runs_without_positions(send_summary)
-
-        def start_details(candidates: pd.DataFrame, s_src: DataFrame) -> Future:
-            """The candidates' send columns, fetched while their ambiguous values are decided: the exact path keeps
-            each value's op_id, so the keys are known once the per-value pass is back."""
-            return pool.submit(lambda: _send_details(spark, sends if len(breaches.result()) else s_src, candidates,
-                                                     breaches.result()))
-
-        found, per_value, amb_positions, doubles, (s_src, r_src), details = _per_value(
-            spark, sends, reads, sums.result() if narrow else None, nonmono.result(), unplaced, rows, start_details)
+        found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if narrow else None,
+                                                    nonmono.result(), unplaced, rows)
         try:
+            # Two lookups at once, one scan each: the candidates' send columns and the ambiguous values' sends; the
+            # reads at the candidate positions known now and the ambiguous values' reads.
+            amb, known = divergent.ambiguous_values(found), divergent.known_positions(found, doubles, unplaced)
+            sent = pool.submit(_send_details, spark, s_src, found, amb)
+            there = pool.submit(_reads_for, spark, r_src, known, amb)
+            reads_there = there.result()
+            per_value, amb_positions = divergent.decide_ambiguous(spark, found, _of_values(sent.result()),
+                                                                  _of_values(reads_there))
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
+            fetched = (known, reads_there[reads_there["at_key"].astype(bool)]) if known is not None else None
             # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
             diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
-                                   positions, unplaced)
-            breached, details = breaches.result(), details.result()
+                                   positions, unplaced, fetched)
+            breached = breaches.result()
+            details = _with_breached(spark, sends, sent.result(), breached)
             found = [diverged.result(), poll_skips.result()]
         finally:
             for frame in (s_src, r_src):
@@ -134,12 +137,10 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
 
 
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
-               nonmono: pd.DataFrame, unplaced: set[int], rows: int, start_details):
-    """The per-value pass's rows; the same with the ambiguous ones decided exactly; the positions ambiguous values
-    were read at; the positions acked twice; the sends and reads the pass ran on: those of the unclean buckets
-    (checkers.spark.buckets, persisted), or the whole history when there are no bucket sums or most buckets are
-    unclean; and the future of the candidates' send columns, which `start_details` (candidates, sends) began
-    before the ambiguous values were decided."""
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int):
+    """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
+    on: those of the unclean buckets (checkers.spark.buckets, persisted), or the whole history when there are no
+    bucket sums or most buckets are unclean."""
     narrowed = False
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
@@ -167,15 +168,13 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         found = pass_over(s_src, r_src)     # fills the new caches from the narrowed ones: only then drop those
         narrow_s.unpersist()
         narrow_r.unpersist()
-    details = start_details(found, s_src)
-    per_value, amb_positions = divergent.decide_ambiguous(spark, s_src, r_src, found)
     if sums is None or (unplaced and not narrowed):
         doubles = divergent.double_acked(spark, sends, unplaced)
     elif len(crowded):     # the bucket sums found them: no second pass over every send (an anomaly-dense history)
         doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL)
     else:
         doubles = pd.DataFrame(columns=divergent.AT)
-    return found, per_value, amb_positions, doubles, (s_src, r_src), details
+    return found, doubles, (s_src, r_src)
 
 
 def _sends_summary(sends: DataFrame) -> pd.DataFrame:
@@ -203,15 +202,53 @@ def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach
     return to_pandas(q.breaching_sends(sends, frame), "min ISR breaches")
 
 
-def _send_details(spark: SparkSession, sends: DataFrame, per_value: pd.DataFrame,
-                  breached: pd.DataFrame) -> pd.DataFrame:
-    """The send columns of every candidate that was sent, fetched for just those op_ids."""
-    parts = [f for f in (per_value.loc[per_value["op_id"].notna(), ["run", "op_id"]], breached[["run", "op_id"]])
-             if len(f)]
-    keys = pd.concat(parts, ignore_index=True).astype("int64").drop_duplicates() if parts else breached[[]]
-    if not len(keys):
-        return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
-    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")
+def _send_details(spark: SparkSession, sends: DataFrame, found: pd.DataFrame, amb: pd.DataFrame) -> pd.DataFrame:
+    """The send columns of every candidate that was sent, and every send of the ambiguous values `amb` (run, value),
+    those with of_value true, in one scan of `sends`."""
+    keys = found.loc[found["op_id"].notna(), ["run", "op_id"]].astype("int64").drop_duplicates()
+    if not len(keys) and not len(amb):
+        return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome", "value", "of_value"])
+    wanted = q.small_frame(spark, keys, "run int, op_id long")
+    if not len(amb):
+        return to_pandas(q.send_details(sends, wanted), "send details").assign(value=None, of_value=False)
+    values = q.small_frame(spark, amb, "run int, value string")
+    return to_pandas(q.send_details(sends, wanted, values), "send details")
+
+
+def _of_values(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ambiguous values' rows among `_send_details`' or `_reads_for`'s."""
+    return rows[rows["of_value"].astype(bool)]
+
+
+def _with_breached(spark: SparkSession, sends: DataFrame, sent: pd.DataFrame, breached: pd.DataFrame) -> pd.DataFrame:
+    """The candidates' send columns (`_send_details`, the lookup's own columns dropped) with those of the
+    min_isr_breach sends not among them, fetched from every send (the pass may have run on fewer)."""
+    details = sent[sent["at_key"].astype(bool)] if "at_key" in sent else sent      # not just an ambiguous value's
+    details = details.drop(columns=[c for c in ("value", "of_value", "at_key") if c in details])
+    if not len(breached):
+        return details
+    missing = breached[["run", "op_id"]].astype("int64").merge(details[["run", "op_id"]].astype("int64"),
+                                                               how="left", indicator=True)
+    missing = missing[missing["_merge"] == "left_only"][["run", "op_id"]].drop_duplicates()
+    if not len(missing):
+        return details
+    more = to_pandas(q.send_details(sends, q.small_frame(spark, missing, "run int, op_id long")),
+                     "send details: min ISR breaches")
+    return pd.concat([details, more], ignore_index=True)
+
+
+def _reads_for(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None, amb: pd.DataFrame) -> pd.DataFrame:
+    """In one scan of `reads`: those at the `known` positions (at_key) and those of the ambiguous values (of_value)."""
+    cols = ["run", "partition", "offset", "value", "t_ns", "phase", "at_key", "of_value"]
+    known = known if known is not None else pd.DataFrame(columns=divergent.AT)
+    if not len(known) and not len(amb):
+        return pd.DataFrame(columns=cols)
+    at = q.small_frame(spark, known, "run int, partition int, offset long")
+    if not len(amb):
+        return to_pandas(q.values_at(reads, at), "divergent: values at candidates").assign(at_key=True,
+                                                                                             of_value=False)
+    values = q.small_frame(spark, amb, "run int, value string")
+    return to_pandas(q.values_at(reads, at, values), "divergent and ambiguous: reads")
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:

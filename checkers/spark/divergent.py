@@ -24,28 +24,39 @@ MAX_CANDIDATE_POSITIONS = 1_000_000     # more: group every read by position ins
 AT = ["run", "partition", "offset"]
 
 
-def decide_ambiguous(spark: SparkSession, sends: DataFrame, reads: DataFrame, found: pd.DataFrame):
-    """The per-value rows, with the ambiguous values decided by the three-level definitions over just their sends
-    and reads; and the positions those values were read at."""
+AMBIGUOUS_SENDS = "run int, value string, partition int, offset long, outcome string, acks string, op_id long"
+AMBIGUOUS_READS = "run int, value string, partition int, offset long, phase string, t_ns long"
+
+
+def ambiguous_values(found: pd.DataFrame) -> pd.DataFrame:
+    """(run, value) of the values the per-value pass could not decide from extremes (hub.candidates_fast)."""
+    return found.loc[found["k_ambiguous"], ["run", "value"]].drop_duplicates()
+
+
+def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, sends: pd.DataFrame, reads: pd.DataFrame):
+    """The per-value rows, with the ambiguous values decided by the three-level definitions (queries.candidates)
+    over just their sends and reads, as the follow-up lookups fetched them (anomalies: a few thousand rows, where a
+    scan of the history for them cost 7-8 CPU-s at 10M sends); and the positions those values were read at."""
     kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
     amb = found[found["k_ambiguous"]]
-    decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=list(hub.HUB_FLAGS))
+    decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=[*hub.HUB_FLAGS, *hub.LAST])
     if not len(amb):
         return decided, pd.DataFrame(columns=AT)
-    keys = F.broadcast(q.small_frame(spark, amb[["run", "value"]], "run int, value string"))
     mono = q.small_frame(spark, found.loc[found["k_nonmonotonic_send"], ["run", "op_id"]], "run int, op_id long")
-    events = q.value_events(sends.join(keys, ["run", "value"], "left_semi"),
-                            reads.join(keys, ["run", "value"], "left_semi"),
-                            spark.sparkContext.defaultParallelism).persist()
-    try:
-        at = q.value_positions(events)
-        read_at = at.where(F.col("n_reads") > 0).select("run", F.col("p").alias("partition"),
-                                                        F.col("o").alias("offset"))
-        positions = to_pandas(read_at, "ambiguous: positions")
-        exact = to_pandas(q.candidates(at, mono), "ambiguous: exact kinds")
-    finally:
-        events.unpersist()
+    s = q.small_frame(spark, sends[[c.split()[0] for c in AMBIGUOUS_SENDS.split(",")]], AMBIGUOUS_SENDS)
+    r = q.small_frame(spark, reads[[c.split()[0] for c in AMBIGUOUS_READS.split(",")]], AMBIGUOUS_READS)
+    at = q.value_positions(q.value_events(s, r, 1))
+    exact = to_pandas(q.candidates(at, mono), "ambiguous: exact kinds")
+    positions = reads[AT].astype("int64").drop_duplicates()
     return pd.concat([decided, exact], ignore_index=True), positions
+
+
+def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame | None:
+    """The candidate positions (`candidates`) known as soon as the per-value pass is back: all but the middle
+    positions of a value read at three or more (the first and last come with the pass). None: too many."""
+    amb = found[found["k_ambiguous"]]
+    last = amb[["run", *hub.LAST]].set_axis(AT, axis=1)
+    return candidates(found, last, doubles, unplaced, also_ambiguous=True)
 
 
 def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:
@@ -67,9 +78,11 @@ def double_acked(spark: SparkSession, sends: DataFrame, unplaced: set[int]) -> p
 
 
 def candidates(found: pd.DataFrame, amb_positions: pd.DataFrame, doubles: pd.DataFrame,
-               unplaced: set[int]) -> pd.DataFrame | None:
-    """Positions that may hold two values, outside the runs in `unplaced` (None: too many; group every read)."""
-    single = found[~found["k_ambiguous"] & (found["n"] > 0)][AT]
+               unplaced: set[int], also_ambiguous: bool = False) -> pd.DataFrame | None:
+    """Positions that may hold two values, outside the runs in `unplaced` (None: too many; group every read).
+    also_ambiguous: the ambiguous values' first positions too (`known_positions`)."""
+    read = found["n"] > 0
+    single = found[read if also_ambiguous else ~found["k_ambiguous"] & read][AT]
     frames = [f.astype({c: "int64" for c in AT})[AT] for f in (single, amb_positions, doubles) if len(f)]
     if not frames:
         return pd.DataFrame(columns=AT)
@@ -79,10 +92,10 @@ def candidates(found: pd.DataFrame, amb_positions: pd.DataFrame, doubles: pd.Dat
 
 
 def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFrame | None,
-                   unplaced: set[int]) -> pd.DataFrame:
+                   unplaced: set[int], fetched: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per position read with several values: the smallest value, how many, the first read.
     positions: `candidates`; unplaced: runs whose every read is grouped by position (all runs if positions is
-    None)."""
+    None); fetched: (positions, the reads there) already looked up (`known_positions`): only the rest are."""
     grouped = set(unplaced) if positions is not None else None       # None: every run
     frames = [positions] if positions is not None and len(positions) else []
     if grouped is None or grouped:
@@ -91,9 +104,19 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame()
-    wanted = pd.concat(frames, ignore_index=True)
-    keys = q.small_frame(spark, wanted[AT], "run int, partition int, offset long")
-    read = to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
+    wanted = pd.concat(frames, ignore_index=True).astype("int64").drop_duplicates()
+    have = []
+    if fetched is not None and positions is not None:
+        looked, there = fetched
+        looked = looked.astype("int64")
+        have = [there.astype({c: "int64" for c in AT}).merge(wanted, on=AT)[[*AT, "value", "t_ns"]]]
+        wanted = wanted.merge(looked, on=AT, how="left", indicator=True)
+        wanted = wanted[wanted["_merge"] == "left_only"][AT]
+    if len(wanted):
+        keys = q.small_frame(spark, wanted[AT], "run int, partition int, offset long")
+        have.append(to_pandas(q.values_at(reads, keys), "divergent: values at candidates"))
+    read = pd.concat([f for f in have if len(f)], ignore_index=True) if any(len(f) for f in have) else \
+        pd.DataFrame(columns=[*AT, "value", "t_ns"])
     return instance_rows([several_values(read).assign(kind="divergent")])
 
 

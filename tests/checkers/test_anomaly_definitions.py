@@ -97,6 +97,10 @@ CASES = {
         [send("a", offset=0), send("b", offset=1)],
         [read("a", offset=0), read("b", offset=1), read("a", offset=1, consumer="c0")],
         {"divergent": 1, "duplicate": 1}),
+    "divergent at the middle one of three positions a value was read at": (
+        [send("a", offset=0), send("b", offset=3)],
+        [read("a", offset=0), read("a", offset=3, consumer="c0"), read("a", offset=5), read("b", offset=3)],
+        {"divergent": 1, "duplicate": 1}),
     "failed_read: a definitely failed send is read": (
         [send("a", offset=0), send("b", outcome="fail")],
         [read("a", offset=0), read("b", offset=1)],
