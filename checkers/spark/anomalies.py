@@ -101,16 +101,16 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if narrow else None,
                                                     nonmono.result(), unplaced, rows)
         try:
-            # Two lookups at once, one scan each: the candidates' send columns and the ambiguous values' sends; the
-            # reads at the candidate positions known now and the ambiguous values' reads.
-            amb, known = divergent.ambiguous_values(found), divergent.known_positions(found, doubles, unplaced)
-            sent = pool.submit(_send_details, spark, s_src, found, amb)
-            there = pool.submit(_reads_for, spark, r_src, known, amb)
-            reads_there = there.result()
-            per_value, amb_positions = divergent.decide_ambiguous(spark, found, _of_values(sent.result()),
-                                                                  _of_values(reads_there))
+            # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
+            # which hold the ambiguous values' reads (and those of their sends): no scan for those values.
+            sent = pool.submit(_send_details, spark, s_src, found)
+            known = divergent.known_positions(found, doubles, unplaced)
+            there = pool.submit(_reads_at, spark, r_src, known)
+            amb_reads = divergent.reads_of_ambiguous(spark, r_src, found, there.result())
+            per_value, amb_positions = divergent.decide_ambiguous(spark, found, sent.result(), amb_reads)
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
-            fetched = (known, reads_there[reads_there["at_key"].astype(bool)]) if known is not None else None
+            fetched = (there.result(), divergent.middle_positions(found, amb_positions, unplaced)) \
+                if known is not None else None
             # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
             diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
                                    positions, unplaced, fetched)
@@ -202,29 +202,18 @@ def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach
     return to_pandas(q.breaching_sends(sends, frame), "min ISR breaches")
 
 
-def _send_details(spark: SparkSession, sends: DataFrame, found: pd.DataFrame, amb: pd.DataFrame) -> pd.DataFrame:
-    """The send columns of every candidate that was sent, and every send of the ambiguous values `amb` (run, value),
-    those with of_value true, in one scan of `sends`."""
+def _send_details(spark: SparkSession, sends: DataFrame, found: pd.DataFrame) -> pd.DataFrame:
+    """The send columns of every candidate that was sent."""
     keys = found.loc[found["op_id"].notna(), ["run", "op_id"]].astype("int64").drop_duplicates()
-    if not len(keys) and not len(amb):
-        return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome", "value", "of_value"])
-    wanted = q.small_frame(spark, keys, "run int, op_id long")
-    if not len(amb):
-        return to_pandas(q.send_details(sends, wanted), "send details").assign(value=None, of_value=False)
-    values = q.small_frame(spark, amb, "run int, value string")
-    return to_pandas(q.send_details(sends, wanted, values), "send details")
+    if not len(keys):
+        return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
+    return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")
 
 
-def _of_values(rows: pd.DataFrame) -> pd.DataFrame:
-    """The ambiguous values' rows among `_send_details`' or `_reads_for`'s."""
-    return rows[rows["of_value"].astype(bool)]
-
-
-def _with_breached(spark: SparkSession, sends: DataFrame, sent: pd.DataFrame, breached: pd.DataFrame) -> pd.DataFrame:
-    """The candidates' send columns (`_send_details`, the lookup's own columns dropped) with those of the
-    min_isr_breach sends not among them, fetched from every send (the pass may have run on fewer)."""
-    details = sent[sent["at_key"].astype(bool)] if "at_key" in sent else sent      # not just an ambiguous value's
-    details = details.drop(columns=[c for c in ("value", "of_value", "at_key") if c in details])
+def _with_breached(spark: SparkSession, sends: DataFrame, details: pd.DataFrame,
+                   breached: pd.DataFrame) -> pd.DataFrame:
+    """`_send_details` with those of the min_isr_breach sends not among them, fetched from every send (the pass
+    may have run on fewer)."""
     if not len(breached):
         return details
     missing = breached[["run", "op_id"]].astype("int64").merge(details[["run", "op_id"]].astype("int64"),
@@ -237,18 +226,13 @@ def _with_breached(spark: SparkSession, sends: DataFrame, sent: pd.DataFrame, br
     return pd.concat([details, more], ignore_index=True)
 
 
-def _reads_for(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None, amb: pd.DataFrame) -> pd.DataFrame:
-    """In one scan of `reads`: those at the `known` positions (at_key) and those of the ambiguous values (of_value)."""
-    cols = ["run", "partition", "offset", "value", "t_ns", "phase", "at_key", "of_value"]
-    known = known if known is not None else pd.DataFrame(columns=divergent.AT)
-    if not len(known) and not len(amb):
-        return pd.DataFrame(columns=cols)
-    at = q.small_frame(spark, known, "run int, partition int, offset long")
-    if not len(amb):
-        return to_pandas(q.values_at(reads, at), "divergent: values at candidates").assign(at_key=True,
-                                                                                             of_value=False)
-    values = q.small_frame(spark, amb, "run int, value string")
-    return to_pandas(q.values_at(reads, at, values), "divergent and ambiguous: reads")
+def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None) -> pd.DataFrame:
+    """The reads at the `known` candidate positions (none if None: too many to look up one by one)."""
+    if known is None or not len(known):
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (("run", "int64"), ("partition", "int64"),
+                             ("offset", "int64"), ("value", "string"), ("t_ns", "int64"), ("phase", "string"))})
+    keys = q.small_frame(spark, known, "run int, partition int, offset long")
+    return to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:

@@ -26,29 +26,50 @@ AT = ["run", "partition", "offset"]
 
 AMBIGUOUS_SENDS = "run int, value string, partition int, offset long, outcome string, acks string, op_id long"
 AMBIGUOUS_READS = "run int, value string, partition int, offset long, phase string, t_ns long"
+VALUE = ["run", "value"]
 
 
-def ambiguous_values(found: pd.DataFrame) -> pd.DataFrame:
-    """(run, value) of the values the per-value pass could not decide from extremes (hub.candidates_fast)."""
-    return found.loc[found["k_ambiguous"], ["run", "value"]].drop_duplicates()
-
-
-def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, sends: pd.DataFrame, reads: pd.DataFrame):
+def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, details: pd.DataFrame, reads: pd.DataFrame):
     """The per-value rows, with the ambiguous values decided by the three-level definitions (queries.candidates)
-    over just their sends and reads, as the follow-up lookups fetched them (anomalies: a few thousand rows, where a
-    scan of the history for them cost 7-8 CPU-s at 10M sends); and the positions those values were read at."""
+    over just their sends and reads: the send by the op_id the pass kept (values are unique in a run), taken from
+    the candidates' send columns (`details`); the reads from `reads_of_ambiguous`. A scan of the history for them
+    cost 7-8 CPU-s at 10M sends. Also the positions those values were read at."""
     kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
     amb = found[found["k_ambiguous"]]
-    decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=[*hub.HUB_FLAGS, *hub.LAST])
+    decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=[*hub.HUB_FLAGS, *hub.LAST,
+                                                                                     hub.READS])
     if not len(amb):
         return decided, pd.DataFrame(columns=AT)
     mono = q.small_frame(spark, found.loc[found["k_nonmonotonic_send"], ["run", "op_id"]], "run int, op_id long")
-    s = q.small_frame(spark, sends[[c.split()[0] for c in AMBIGUOUS_SENDS.split(",")]], AMBIGUOUS_SENDS)
+    sent = amb.loc[amb["op_id"].notna(), [*VALUE, "op_id"]].astype({"run": "int64", "op_id": "int64"}).merge(
+        details[["run", "op_id", "partition", "offset", "outcome", "acks"]].astype({"run": "int64", "op_id": "int64"}),
+        on=["run", "op_id"])
+    s = q.small_frame(spark, sent[[c.split()[0] for c in AMBIGUOUS_SENDS.split(",")]], AMBIGUOUS_SENDS)
     r = q.small_frame(spark, reads[[c.split()[0] for c in AMBIGUOUS_READS.split(",")]], AMBIGUOUS_READS)
     at = q.value_positions(q.value_events(s, r, 1))
     exact = to_pandas(q.candidates(at, mono), "ambiguous: exact kinds")
     positions = reads[AT].astype("int64").drop_duplicates()
     return pd.concat([decided, exact], ignore_index=True), positions
+
+
+def reads_of_ambiguous(spark: SparkSession, reads: DataFrame, found: pd.DataFrame,
+                       there: pd.DataFrame) -> pd.DataFrame:
+    """Every read of the ambiguous values: those among `there` (the reads at `known_positions`, which hold each
+    one's first and last), and for a value read more often than that (READS: at three positions or more) all of
+    its reads, looked up by value."""
+    amb = found.loc[found["k_ambiguous"], [*VALUE, hub.READS]].astype({"run": "int64", hub.READS: "int64"})
+    if not len(amb):
+        return there.iloc[0:0]
+    got = there.astype({"run": "int64"}).merge(amb[VALUE], on=VALUE)
+    n = got.groupby(VALUE).size().rename("got").reset_index()
+    short = amb.merge(n, on=VALUE, how="left").fillna({"got": 0})
+    short = short[short["got"] < short[hub.READS]][VALUE]
+    if not len(short):
+        return got
+    keys = q.small_frame(spark, short, "run int, value string")
+    more = to_pandas(q.reads_of(reads, keys), "ambiguous: reads beyond their ends").astype({"run": "int64"})
+    got = got.merge(short, on=VALUE, how="left", indicator=True)
+    return pd.concat([got[got["_merge"] == "left_only"].drop(columns="_merge"), more], ignore_index=True)
 
 
 def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame | None:
@@ -95,29 +116,35 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
                    unplaced: set[int], fetched: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per position read with several values: the smallest value, how many, the first read.
     positions: `candidates`; unplaced: runs whose every read is grouped by position (all runs if positions is
-    None); fetched: (positions, the reads there) already looked up (`known_positions`): only the rest are."""
+    None); fetched: (the reads at every one of `positions` but some, those others) when the reads were looked up
+    before the positions were all known (`known_positions`, `middle_positions`): only those others are."""
     grouped = set(unplaced) if positions is not None else None       # None: every run
-    frames = [positions] if positions is not None and len(positions) else []
+    have, lookup = [], [positions] if positions is not None else []
+    if fetched is not None and positions is not None:
+        there, rest = fetched
+        have, lookup = [there[[*AT, "value", "t_ns"]]], [rest]
     if grouped is None or grouped:
         scope = reads if grouped is None else reads.where(F.col("run").isin(*sorted(grouped)))
-        frames.append(to_pandas(hub.position_extremes(scope), "divergent: every position"))
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame()
-    wanted = pd.concat(frames, ignore_index=True).astype("int64").drop_duplicates()
-    have = []
-    if fetched is not None and positions is not None:
-        looked, there = fetched
-        looked = looked.astype("int64")
-        have = [there.astype({c: "int64" for c in AT}).merge(wanted, on=AT)[[*AT, "value", "t_ns"]]]
-        wanted = wanted.merge(looked, on=AT, how="left", indicator=True)
-        wanted = wanted[wanted["_merge"] == "left_only"][AT]
-    if len(wanted):
+        lookup.append(to_pandas(hub.position_extremes(scope), "divergent: every position"))
+    lookup = [f for f in lookup if len(f)]
+    if lookup:
+        wanted = pd.concat(lookup, ignore_index=True).astype("int64").drop_duplicates()
         keys = q.small_frame(spark, wanted[AT], "run int, partition int, offset long")
         have.append(to_pandas(q.values_at(reads, keys), "divergent: values at candidates"))
-    read = pd.concat([f for f in have if len(f)], ignore_index=True) if any(len(f) for f in have) else \
-        pd.DataFrame(columns=[*AT, "value", "t_ns"])
-    return instance_rows([several_values(read).assign(kind="divergent")])
+    have = [f for f in have if len(f)]
+    if not have:
+        return pd.DataFrame()
+    return instance_rows([several_values(pd.concat(have, ignore_index=True)).assign(kind="divergent")])
+
+
+def middle_positions(found: pd.DataFrame, amb_positions: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame:
+    """The positions ambiguous values were read at other than their first and last (hub.LAST): the candidate
+    positions `known_positions` could not name. A value read at two positions has none."""
+    amb = found[found["k_ambiguous"]]
+    ends = pd.concat([amb[AT], amb[["run", *hub.LAST]].set_axis(AT, axis=1)], ignore_index=True).astype("int64")
+    at = amb_positions.astype("int64").merge(ends.drop_duplicates(), on=AT, how="left", indicator=True)
+    at = at[(at["_merge"] == "left_only") & ~at["run"].isin(unplaced)]
+    return at[AT].reset_index(drop=True)
 
 
 def several_values(read: pd.DataFrame) -> pd.DataFrame:

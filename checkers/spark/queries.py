@@ -284,33 +284,23 @@ def acked_twice(placed: DataFrame, buckets: DataFrame) -> DataFrame:
     return crowded.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
 
 
-def send_details(sends: DataFrame, wanted: DataFrame, values: DataFrame | None = None) -> DataFrame:
-    """The send columns of the wanted (run, op_id)s; with `values` (run, value), also every send of those values,
-    with its value and of_value true: one scan for both follow-ups of the per-value pass (anomalies)."""
+def send_details(sends: DataFrame, wanted: DataFrame) -> DataFrame:
+    """The send columns of the wanted (run, op_id)s."""
     cols = sends.select("run", "op_id", "producer", "process", "acks", "idempotent", "t_invoke_ns",
-                        "t_complete_ns", "partition", "offset", "outcome", "value")
-    if values is None:
-        return cols.join(F.broadcast(wanted), ["run", "op_id"], "left_semi").drop("value")
-    return _either(cols, wanted, ["run", "op_id"], values, ["run", "value"])
+                        "t_complete_ns", "partition", "offset", "outcome")
+    return cols.join(F.broadcast(wanted), ["run", "op_id"], "left_semi")
 
 
-def values_at(reads: DataFrame, positions: DataFrame, values: DataFrame | None = None) -> DataFrame:
-    """The values read at the given (run, partition, offset) positions, and when; with `values` (run, value), also
-    every read of those values, with its phase and of_value true (one scan of the reads for the divergent positions
-    and the ambiguous values: anomalies)."""
-    cols = reads.select("run", "partition", "offset", "value", "t_ns", "phase")
-    if values is None:
-        return cols.join(F.broadcast(positions), ["run", "partition", "offset"], "left_semi").drop("phase")
-    return _either(cols, positions, ["run", "partition", "offset"], values, ["run", "value"])
+def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
+    """The reads at the given (run, partition, offset) positions: value, phase and when."""
+    return reads.select("run", "partition", "offset", "value", "t_ns", "phase") \
+        .join(F.broadcast(positions), ["run", "partition", "offset"], "left_semi")
 
 
-def _either(rows: DataFrame, keys: DataFrame, on: list[str], values: DataFrame, by: list[str]) -> DataFrame:
-    """rows matching `keys` on `on` or `values` on `by` (both distinct), flagged: at_key, of_value. Two broadcast
-    probes over one scan, where two semi joins would scan twice."""
-    hit = rows.join(F.broadcast(keys.select(*on).withColumn("at_key", F.lit(True))), on, "left") \
-        .join(F.broadcast(values.select(*by).withColumn("of_value", F.lit(True))), by, "left")
-    return hit.where(F.col("at_key").isNotNull() | F.col("of_value").isNotNull()) \
-        .withColumns({"at_key": F.coalesce("at_key", F.lit(False)), "of_value": F.coalesce("of_value", F.lit(False))})
+def reads_of(reads: DataFrame, values: DataFrame) -> DataFrame:
+    """The reads of the given (run, value)s, in `values_at`'s columns."""
+    return reads.select("run", "partition", "offset", "value", "t_ns", "phase") \
+        .join(F.broadcast(values), ["run", "value"], "left_semi")
 
 
 def poll_gaps(reads: DataFrame, gather: bool = False) -> DataFrame:
