@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -102,12 +103,13 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                                                     nonmono.result(), unplaced, rows)
         try:
             # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
-            # which hold the ambiguous values' reads (and those of their sends): no scan for those values.
+            # which hold the ambiguous values' reads: no scan for those values, whose sends the pass brought.
             sent = pool.submit(_send_details, spark, s_src, found)
-            known = divergent.known_positions(found, doubles, unplaced)
+            known = divergent.known_positions(found, doubles, unplaced,
+                                              partial(buckets.acked_at, sums.result()) if narrow else None)
             there = pool.submit(_reads_at, spark, r_src, known)
             amb_reads = divergent.reads_of_ambiguous(spark, r_src, found, there.result())
-            per_value, amb_positions = divergent.decide_ambiguous(spark, found, sent.result(), amb_reads)
+            per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb_reads)
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
             fetched = (there.result(), divergent.middle_positions(found, amb_positions, unplaced)) \
                 if known is not None else None

@@ -93,19 +93,36 @@ def sends_summary(sums: pd.DataFrame) -> pd.DataFrame:
     return q.summary_of_codes(codes)
 
 
-def _distinct_offsets(sums: pd.DataFrame, index: pd.Index) -> pd.Series:
-    """Per bucket of `index`, how many distinct offsets its acked sends have: the OR of their masks (one row per
-    summary code, so sends of two producer settings in one bucket are two rows), counted."""
+def _merged_masks(sums: pd.DataFrame) -> pd.DataFrame:
+    """Per bucket with acked sends, (run, partition, bucket, mask): the OR of its masks (one row per summary code in
+    `bucket_sums`, so sends of two producer settings in one bucket are two rows), a bit per offset acked."""
     sent = sums[sums["kind"] == SEND].sort_values(KEYS)
     if not len(sent):
-        return pd.Series(0, index=index, dtype="int64")
-    keys = sent[KEYS].to_numpy()
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c != "mask" else "Int64") for c in (*KEYS, "mask")})
+    keys = sent[KEYS].astype("int64").to_numpy()
     masks = sent["mask"].astype("int64").to_numpy()
     starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
-    merged = np.bitwise_or.reduceat(masks, starts)
-    found = pd.Series(np.bitwise_count(merged.view(np.uint64)).astype("int64"),     # of a signed one: |x|'s bits
-                      index=pd.MultiIndex.from_arrays([keys[starts, i] for i in range(len(KEYS))], names=KEYS))
+    merged = pd.DataFrame(keys[starts], columns=KEYS)
+    return merged.assign(mask=pd.array(np.bitwise_or.reduceat(masks, starts), dtype="Int64"))   # a left merge's
+    # missing masks then stay integers: through float64 the low bits of a mask with bit 63 set were lost
+
+
+def _distinct_offsets(sums: pd.DataFrame, index: pd.Index) -> pd.Series:
+    """Per bucket of `index`, how many distinct offsets its acked sends have: their merged mask's bits."""
+    merged = _merged_masks(sums)
+    found = pd.Series(np.bitwise_count(merged["mask"].to_numpy("int64").view(np.uint64)).astype("int64"),
+                      index=pd.MultiIndex.from_frame(merged[KEYS]))
     return found.reindex(index).fillna(0).astype("int64")
+
+
+def acked_at(sums: pd.DataFrame, at: pd.DataFrame) -> np.ndarray:
+    """Per position (run, partition, offset) of `at`: whether a send was acked there, read off the bucket sums'
+    masks (no scan)."""
+    at = at[["run", "partition", "offset"]].astype("int64")
+    with_mask = at.assign(bucket=at["offset"] // BUCKET).merge(_merged_masks(sums), on=KEYS, how="left")
+    mask = with_mask["mask"].fillna(0).astype("int64").to_numpy().view(np.uint64)
+    bit = (with_mask["offset"].to_numpy() % BUCKET).astype(np.uint64)
+    return ((mask >> bit) & np.uint64(1)).astype(bool)
 
 
 def judge_buckets(sums: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:

@@ -29,22 +29,22 @@ AMBIGUOUS_READS = "run int, value string, partition int, offset long, phase stri
 VALUE = ["run", "value"]
 
 
-def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, details: pd.DataFrame, reads: pd.DataFrame):
+def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, reads: pd.DataFrame):
     """The per-value rows, with the ambiguous values decided by the three-level definitions (queries.candidates)
-    over just their sends and reads: the send by the op_id the pass kept (values are unique in a run), taken from
-    the candidates' send columns (`details`); the reads from `reads_of_ambiguous`. A scan of the history for them
-    cost 7-8 CPU-s at 10M sends. Also the positions those values were read at."""
+    over just their sends and reads: the send as the pass saw it (hub.SENT: values are unique in a run), the reads
+    from `reads_of_ambiguous`. A scan of the history for them cost 7-8 CPU-s at 10M sends. Also the positions
+    those values were read at."""
     kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
     amb = found[found["k_ambiguous"]]
     decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=[*hub.HUB_FLAGS, *hub.LAST,
-                                                                                     hub.READS])
+                                                                                     hub.READS, *hub.SENT])
     if not len(amb):
         return decided, pd.DataFrame(columns=AT)
     mono = q.small_frame(spark, found.loc[found["k_nonmonotonic_send"], ["run", "op_id"]], "run int, op_id long")
-    sent = amb.loc[amb["op_id"].notna(), [*VALUE, "op_id"]].astype({"run": "int64", "op_id": "int64"}).merge(
-        details[["run", "op_id", "partition", "offset", "outcome", "acks"]].astype({"run": "int64", "op_id": "int64"}),
-        on=["run", "op_id"])
-    s = q.small_frame(spark, sent[[c.split()[0] for c in AMBIGUOUS_SENDS.split(",")]], AMBIGUOUS_SENDS)
+    sent = amb[amb["code"].fillna(0) > 0]
+    s = q.small_frame(spark, pd.DataFrame({"run": sent["run"], "value": sent["value"], "partition": sent["s_p"],
+                                           "offset": sent["s_o"], **q.names_of_send_code(sent["code"]),
+                                           "op_id": sent["op_id"]}), AMBIGUOUS_SENDS)
     r = q.small_frame(spark, reads[[c.split()[0] for c in AMBIGUOUS_READS.split(",")]], AMBIGUOUS_READS)
     at = q.value_positions(q.value_events(s, r, 1))
     exact = to_pandas(q.candidates(at, mono), "ambiguous: exact kinds")
@@ -72,12 +72,31 @@ def reads_of_ambiguous(spark: SparkSession, reads: DataFrame, found: pd.DataFram
     return pd.concat([got[got["_merge"] == "left_only"].drop(columns="_merge"), more], ignore_index=True)
 
 
-def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame | None:
+def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[int],
+                    acked=None) -> pd.DataFrame | None:
     """The candidate positions (`candidates`) known as soon as the per-value pass is back: all but the middle
-    positions of a value read at three or more (the first and last come with the pass). None: too many."""
+    positions of a value read at three or more (the first and last come with the pass). None: too many.
+
+    acked: (positions) -> whether a send was acked at each (buckets.acked_at), if known. Then only the positions
+    that can hold two values are kept: where two candidate values were read, where a send was acked, and an
+    ambiguous value's first and last (reads_of_ambiguous takes its reads from there). Any other value read at a
+    position was acked there (a value read where it was not acked, at two positions, or never acked is a
+    candidate), so a position with one candidate value and no ack holds one value. On an anomaly-dense history
+    most candidates are timed-out sends read where nothing was acked. Middle positions are looked up whatever they
+    hold (`middle_positions`)."""
     amb = found[found["k_ambiguous"]]
     last = amb[["run", *hub.LAST]].set_axis(AT, axis=1)
-    return candidates(found, last, doubles, unplaced, also_ambiguous=True)
+    out = candidates(found, last, doubles, unplaced, also_ambiguous=True)
+    if out is None or acked is None or not len(out):
+        return out
+    pairs = pd.concat([found.loc[found["n"] > 0, ["value", *AT]],
+                       amb[["value", "run", *hub.LAST]].set_axis(["value", *AT], axis=1)], ignore_index=True)
+    pairs = pairs.astype({c: "int64" for c in AT}).drop_duplicates()
+    shared = pairs.groupby(AT, sort=False).size()
+    shared = shared[shared >= 2].index.to_frame(index=False)
+    ends = pd.concat([amb[AT], last], ignore_index=True).astype("int64")
+    kept = pd.concat([out[acked(out)], shared, ends], ignore_index=True).drop_duplicates()
+    return kept[~kept["run"].isin(unplaced)].reset_index(drop=True)
 
 
 def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:

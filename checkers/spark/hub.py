@@ -31,6 +31,8 @@ from kafka_chaos.checkers.spark.queries import (
 HUB_FLAGS = ("k_ambiguous", "k_stray")
 LAST = ("last_p", "last_o")      # the last position read: an ambiguous value's second (divergent.known_positions)
 READS = "n_reads"                 # how many reads: tells whether the reads at the first and last are all of them
+SENT = ("code", "s_p", "s_o")     # the send's code (queries.value_events) and acked position: an ambiguous value's
+                                  # send, for its exact pass (divergent.decide_ambiguous)
 
 
 def value_summary(events: DataFrame) -> DataFrame:
@@ -53,8 +55,8 @@ def value_summary(events: DataFrame) -> DataFrame:
 
 
 def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
-    """The rows of `queries.candidates`' per-value part, plus the last position read (LAST) and the
-    number of reads (READS), k_ambiguous (decide it
+    """The rows of `queries.candidates`' per-value part, plus the last position read (LAST), the
+    number of reads (READS), the send (SENT), k_ambiguous (decide it
     exactly) and k_stray (read somewhere else than an acked position it was sent to: the only reads that can make a
     position divergent without a second acked send there)."""
     s = value_summary(events)
@@ -75,7 +77,7 @@ def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
         "run", "value", "op_id", read.cast("long").alias("n"),
         partition_of(F.col("r_min")).alias("partition"), offset_of(F.col("r_min")).alias("offset"), "t_read",
         "lar_p", F.when(after_read, offset_of(F.col("l_pos"))).alias("lar_o"),
-        partition_of(F.col("r_max")).alias(LAST[0]), offset_of(F.col("r_max")).alias(LAST[1]), READS,
+        partition_of(F.col("r_max")).alias(LAST[0]), offset_of(F.col("r_max")).alias(LAST[1]), READS, *SENT,
         *flags, ambiguous.alias("k_ambiguous"), F.coalesce(stray, F.lit(False)).alias("k_stray"))
     return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
 

@@ -196,6 +196,14 @@ def value_events(sends: DataFrame, reads: DataFrame, partitions: int) -> DataFra
     return send_rows.unionByName(read_rows).repartition(partitions, "run", "value")
 
 
+def names_of_send_code(code: pd.Series) -> dict[str, list]:
+    """outcome and acks back from `value_events`' send code; a name outside OUTCOMES or ACKS, which the code does
+    not keep, as "?" (also outside them: the same code again)."""
+    c = code.astype("int64") - 1
+    return {"outcome": [OUTCOMES[i] if i < len(OUTCOMES) else "?" for i in c // 4],
+            "acks": [ACKS[i] if i < len(ACKS) else "?" for i in c % 4]}
+
+
 def value_positions(events: DataFrame) -> DataFrame:
     """One row per (run, value, partition, offset) sent or read: the hub every per-value and per-position kind
     is computed from.

@@ -97,6 +97,15 @@ CASES = {
         [send("a", offset=0), send("b", offset=1)],
         [read("a", offset=0), read("b", offset=1), read("a", offset=1, consumer="c0")],
         {"divergent": 1, "duplicate": 1}),
+    "divergent: a timed-out send read live where another was acked and read (one candidate value there)": (
+        [send("a", offset=0), send("b", outcome="info"), send("c", offset=1)],
+        [read("a", offset=0), read("b", offset=0, consumer="c0"), read("c", offset=1), read("c", offset=1,
+                                                                                              consumer="c0")],
+        {"divergent": 1, "recovered": 1, "lost_after_read": 1}),
+    "not divergent: a timed-out send read where nothing was acked": (
+        [send("a", offset=0), send("b", outcome="info")],
+        [read("a", offset=0), read("b", offset=1), read("b", offset=1, consumer="c0")],
+        {"recovered": 1}),
     "divergent at the middle one of three positions a value was read at": (
         [send("a", offset=0), send("b", offset=3)],
         [read("a", offset=0), read("a", offset=3, consumer="c0"), read("a", offset=5), read("b", offset=3)],

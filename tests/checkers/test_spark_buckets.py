@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from kafka_chaos.checkers.spark.buckets import BUCKET, offset_ranges
+from kafka_chaos.checkers.spark.buckets import BUCKET, FINAL, SEND, acked_at, offset_ranges
 
 
 def buckets(*rows):
@@ -22,6 +22,19 @@ def test_a_gap_another_partition_or_another_run_starts_a_new_range():
 def test_a_bucket_listed_twice_is_one_range_and_none_give_none():
     assert offset_ranges(buckets((2, 0, 0), (2, 0, 0))) == [(2, 0, 0, BUCKET - 1)]
     assert offset_ranges(buckets()) == []
+
+
+def test_acked_positions_are_read_off_the_masks_of_every_producer_setting_in_the_bucket():
+    """Two summary codes in one bucket are two rows whose masks OR together; bit 63 (the int64's sign) counts; a
+    read's row, another partition or run, or a bucket without sends says no."""
+    def mask(*offsets):
+        return sum(1 << (o % BUCKET) for o in offsets) - (1 << 64 if any(o % BUCKET == 63 for o in offsets) else 0)
+    sums = pd.DataFrame([(0, 1, 2, SEND, 5, mask(128, 191)), (0, 1, 2, SEND, 8, mask(130)),
+                         (0, 1, 2, FINAL, 0, mask(129)), (1, 1, 2, SEND, 5, mask(129))],
+                        columns=["run", "partition", "bucket", "kind", "code", "mask"])
+    at = pd.DataFrame([(0, 1, 128), (0, 1, 191), (0, 1, 130), (0, 1, 129), (0, 0, 128), (1, 1, 129), (0, 1, 5)],
+                      columns=["run", "partition", "offset"])
+    assert acked_at(sums, at).tolist() == [True, True, True, False, False, True, False]
 
 
 @pytest.mark.spark
