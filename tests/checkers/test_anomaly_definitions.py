@@ -106,6 +106,10 @@ CASES = {
         [send("a", offset=0), send("b", outcome="info")],
         [read("a", offset=0), read("b", offset=1), read("b", offset=1, consumer="c0")],
         {"recovered": 1}),
+    "timed-out and failed sends read at two positions each: recovered, failed_read and a duplicate each": (
+        [send("a", offset=0), send("b", outcome="info"), send("c", outcome="fail", acks="all")],
+        [read("a", offset=0), read("b", offset=1), read("b", offset=2), read("c", offset=3), read("c", offset=4)],
+        {"recovered": 1, "failed_read": 1, "duplicate": 2}),
     "divergent at the middle one of three positions a value was read at": (
         [send("a", offset=0), send("b", offset=3)],
         [read("a", offset=0), read("a", offset=3, consumer="c0"), read("a", offset=5), read("b", offset=3)],
