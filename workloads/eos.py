@@ -34,6 +34,7 @@ from kafka_chaos.workloads.worker import detach_from_ctrl_c, should_stop
 log = logging.getLogger(__name__)
 
 TXN_ABORTED = "_TXN_ABORTED"
+REBALANCED = "_REBALANCED"      # eos-NAME.tsv's error of a transaction aborted because its batch straddled a rebalance
 SLOTS = 4                       # counters per processor: invoked, ok, fail, info (workloads.producer's layout)
 INIT_ATTEMPTS = 10
 FETCH_BYTES = 2048              # per partition and fetch: a few dozen input records
@@ -97,6 +98,9 @@ class Processor:
         self.counts = [0, 0, 0, 0]                # invoked, ok, fail, info
         self.txn = 0
         self.assigned_once = False
+        self.rebalances = 0                       # assignments, revocations and losses served so far
+        self.batch_mark = 0                       # `rebalances` when the batch in hand began to be polled
+        self.batch_meta = None                    # the group metadata then (KIP-447's generation to commit with)
         self.started = time.time_ns()             # pacing starts once ready
         self.stopping = lambda: False             # run() makes it ask the stop event and the parent
         self.consumer = self.producer = None
@@ -145,11 +149,17 @@ class Processor:
                       # processor of partitions 0 and 1 read only 0, its 40k records queued ahead of 1's)
                       "fetch.message.max.bytes": FETCH_BYTES, "queued.max.messages.kbytes": 16}
                      | self._logging("consumer"))
-        c.subscribe([s.input_topic], on_assign=self._on_assign)
+        c.subscribe([s.input_topic], on_assign=self._on_assign, on_revoke=self._on_rebalance,
+                    on_lost=self._on_rebalance)
         return c
 
     def _on_assign(self, consumer, partitions) -> None:
         self.assigned_once = True
+        self._on_rebalance(consumer, partitions)
+
+    def _on_rebalance(self, consumer, partitions) -> None:
+        """Counted: a batch polled across a rebalance may hold records of a partition no longer ours."""
+        self.rebalances += 1
 
     def _on_delivery(self, err, msg) -> None:
         self.reports[msg.value().decode()] = (err, msg.partition(), msg.offset(), time.time_ns())
@@ -178,12 +188,18 @@ class Processor:
                 p.produce(s.output_topic, v, str(m.partition()), m.partition())
             self.invokes.flush()         # on disk before it can commit: a kill after the commit leaves no phantom
             p.flush(30)                  # every delivery report of this transaction, served
-            p.send_offsets_to_transaction([TopicPartition(s.input_topic, part, off) for part, off in commits],
-                                          self.consumer.consumer_group_metadata(), 30)
+            # Polled across a rebalance, the batch may hold a partition that is another member's now, which reads it
+            # from the last commit: committing would duplicate those records. Seen 2026-11-28: e1 joined while e0
+            # held 25 records of partition 2; both committed them, e0 with the group metadata of the new generation
+            # (taken at commit time then), which the coordinator accepted: it checks the generation, not the owner.
+            straddled = self.rebalances != self.batch_mark
+            if not straddled:       # with the generation the records were polled in: a later one fences it (KIP-447)
+                p.send_offsets_to_transaction([TopicPartition(s.input_topic, part, off) for part, off in commits],
+                                              self.batch_meta, 30)
             t_commit = time.time_ns()
-            if s.abort_every and self.txn % s.abort_every == s.abort_every - 1:
+            if straddled or (s.abort_every and self.txn % s.abort_every == s.abort_every - 1):
                 p.abort_transaction(30)
-                outcome = "aborted"
+                outcome, error = "aborted", REBALANCED if straddled else None
             else:
                 self._commit()
         except KafkaException as e:
@@ -266,6 +282,7 @@ class Processor:
         """Up to n records, from every partition held when it can: after a first batch, the partitions it came from
         are paused for one more consume, so the others (whose records may queue behind a backlog) get their turn
         and the transaction spans them (seen without: one of two partitions never read in a whole run)."""
+        self.batch_mark, self.batch_meta = self.rebalances, self.consumer.consumer_group_metadata()
         msgs = [m for m in self.consumer.consume(max(1, n // 2), 0.1) if m.error() is None]
         if not msgs:
             return msgs

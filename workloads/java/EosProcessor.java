@@ -31,6 +31,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.zip.CRC32;
 
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -59,6 +60,8 @@ public final class EosProcessor {
     KafkaConsumer<String, String> consumer;
     KafkaProducer<String, String> producer;
     volatile boolean assigned = false;
+    long rebalances = 0, batchMark = 0;          // rebalances served (in poll), and their count when a batch began
+    ConsumerGroupMetadata batchMeta;             // the group metadata when the batch in hand began to be polled
 
     public static void main(String[] args) throws Exception {
         Map<String, String> a = new HashMap<>();
@@ -140,8 +143,9 @@ public final class EosProcessor {
         p.put("max.partition.fetch.bytes", "2048");    // a backlog of one partition must not starve the others
         KafkaConsumer<String, String> c = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer());
         c.subscribe(List.of(input), new ConsumerRebalanceListener() {
-            public void onPartitionsRevoked(Collection<TopicPartition> parts) { }
-            public void onPartitionsAssigned(Collection<TopicPartition> parts) { assigned = true; }
+            public void onPartitionsRevoked(Collection<TopicPartition> parts) { rebalances++; }
+            public void onPartitionsAssigned(Collection<TopicPartition> parts) { assigned = true; rebalances++; }
+            public void onPartitionsLost(Collection<TopicPartition> parts) { rebalances++; }
         });
         return c;
     }
@@ -181,6 +185,8 @@ public final class EosProcessor {
     // One batch, from every partition held when it can: the partitions of a first poll are paused for a second, so
     // the others (whose records may queue behind a backlog) get their turn and the transaction spans them.
     List<ConsumerRecord<String, String>> poll() {
+        batchMark = rebalances;                 // a rebalance from here on: the batch may hold another's partition
+        batchMeta = consumer.groupMetadata();   // the generation to commit with (KIP-447): a later one fences it
         List<ConsumerRecord<String, String>> out = new ArrayList<>();
         consumer.poll(Duration.ofMillis(100)).forEach(out::add);
         if (out.isEmpty()) return out;
@@ -232,9 +238,15 @@ public final class EosProcessor {
             }
             invokes.flush();              // on disk before it can commit: a kill after the commit leaves no phantom
             producer.flush();
-            producer.sendOffsetsToTransaction(commits, consumer.groupMetadata());
-            tCommit = nowNs();
-            commit();
+            if (rebalances != batchMark) {       // polled across a rebalance: committing could duplicate (eos.py)
+                producer.abortTransaction();
+                outcome = "aborted";
+                error = "_REBALANCED";
+            } else {
+                producer.sendOffsetsToTransaction(commits, batchMeta);
+                tCommit = nowNs();
+                commit();
+            }
         } catch (ProducerFencedException e) {
             outcome = "unknown";
             error = e.getClass().getSimpleName();
