@@ -94,9 +94,13 @@ def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[in
     pairs = pairs.astype({c: "int64" for c in AT}).drop_duplicates()
     shared = pairs.groupby(AT, sort=False).size()
     shared = shared[shared >= 2].index.to_frame(index=False)
-    ends = pd.concat([amb[AT], last], ignore_index=True).astype("int64")
-    kept = pd.concat([out[acked(out)], shared, ends], ignore_index=True).drop_duplicates()
+    kept = pd.concat([out[acked(out)], shared, _ends(amb)], ignore_index=True).drop_duplicates()
     return kept[~kept["run"].isin(unplaced)].reset_index(drop=True)
+
+
+def _ends(amb: pd.DataFrame) -> pd.DataFrame:
+    """The first and the last position (hub.LAST) each of the ambiguous values `amb` was read at."""
+    return pd.concat([amb[AT], amb[["run", *hub.LAST]].set_axis(AT, axis=1)], ignore_index=True).astype("int64")
 
 
 def runs_without_positions(send_summary: pd.DataFrame) -> set[int]:
@@ -159,9 +163,8 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
 def middle_positions(found: pd.DataFrame, amb_positions: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame:
     """The positions ambiguous values were read at other than their first and last (hub.LAST): the candidate
     positions `known_positions` could not name. A value read at two positions has none."""
-    amb = found[found["k_ambiguous"]]
-    ends = pd.concat([amb[AT], amb[["run", *hub.LAST]].set_axis(AT, axis=1)], ignore_index=True).astype("int64")
-    at = amb_positions.astype("int64").merge(ends.drop_duplicates(), on=AT, how="left", indicator=True)
+    at = amb_positions.astype("int64").merge(_ends(found[found["k_ambiguous"]]).drop_duplicates(), on=AT,
+                                             how="left", indicator=True)
     at = at[(at["_merge"] == "left_only") & ~at["run"].isin(unplaced)]
     return at[AT].reset_index(drop=True)
 

@@ -55,10 +55,9 @@ def value_summary(events: DataFrame) -> DataFrame:
 
 
 def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
-    """The rows of `queries.candidates`' per-value part, plus the last position read (LAST), the
-    number of reads (READS), the send (SENT), k_ambiguous (decide it
-    exactly) and k_stray (read somewhere else than an acked position it was sent to: the only reads that can make a
-    position divergent without a second acked send there)."""
+    """The rows of `queries.candidates`' per-value part, plus the last position read (LAST), the number of reads
+    (READS), the send (SENT), k_ambiguous (decide it exactly) and k_stray (read somewhere else than an acked position
+    it was sent to: the only reads that can make a position divergent without a second acked send there)."""
     s = value_summary(events)
     differ = [F.coalesce(F.col(a) != F.col(b), F.lit(False)) for a, b in
               (("r_min", "r_max"), ("f_min", "f_max"), ("l_min", "l_max"))]

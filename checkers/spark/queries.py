@@ -299,16 +299,17 @@ def send_details(sends: DataFrame, wanted: DataFrame) -> DataFrame:
     return cols.join(F.broadcast(wanted), ["run", "op_id"], "left_semi")
 
 
+LOOKED_UP = ("run", "partition", "offset", "value", "t_ns", "phase")     # a read's columns `values_at` brings
+
+
 def values_at(reads: DataFrame, positions: DataFrame) -> DataFrame:
     """The reads at the given (run, partition, offset) positions: value, phase and when."""
-    return reads.select("run", "partition", "offset", "value", "t_ns", "phase") \
-        .join(F.broadcast(positions), ["run", "partition", "offset"], "left_semi")
+    return reads.select(*LOOKED_UP).join(F.broadcast(positions), ["run", "partition", "offset"], "left_semi")
 
 
 def reads_of(reads: DataFrame, values: DataFrame) -> DataFrame:
     """The reads of the given (run, value)s, in `values_at`'s columns."""
-    return reads.select("run", "partition", "offset", "value", "t_ns", "phase") \
-        .join(F.broadcast(values), ["run", "value"], "left_semi")
+    return reads.select(*LOOKED_UP).join(F.broadcast(values), ["run", "value"], "left_semi")
 
 
 def poll_gaps(reads: DataFrame, gather: bool = False) -> DataFrame:
