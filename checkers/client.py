@@ -37,11 +37,23 @@ TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "TimeoutEx
 
 
 def message_timeouts(sends_file: Path | str) -> dict[str, np.ndarray]:
-    """producer -> sorted completion times of its sends that failed by a client-side timeout."""
+    """producer -> sorted completion times of its sends that failed by a client-side timeout.
+
+    Grouped in Arrow and numpy, producers as dictionary codes: on an anomaly-dense history most sends can have
+    timed out (30M of 100M), and a pandas frame with a string per row and its groupby took ~2 GiB of the driver."""
     timed_out = ds.dataset(str(sends_file)).to_table(
-        columns=["producer", "t_complete_ns"], filter=pc.field("error").isin(list(TIMEOUT_ERRORS))).to_pandas()
-    timed_out = timed_out.dropna(subset=["t_complete_ns"])
-    return {str(p): np.sort(g.to_numpy(dtype=np.int64)) for p, g in timed_out.groupby("producer")["t_complete_ns"]}
+        columns=["producer", "t_complete_ns"],
+        filter=pc.field("error").isin(list(TIMEOUT_ERRORS)) & pc.field("t_complete_ns").is_valid())
+    if not timed_out.num_rows:
+        return {}
+    producer = pc.dictionary_encode(timed_out["producer"]).combine_chunks()
+    code = producer.indices.to_numpy(zero_copy_only=False)
+    times = timed_out["t_complete_ns"].to_numpy()
+    order = np.lexsort((times, code))
+    code, times = code[order], times[order]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    names = producer.dictionary.to_pylist()
+    return {str(names[code[a]]): times[a:b] for a, b in zip(starts, np.r_[starts[1:], len(code)])}
 
 
 @dataclass(frozen=True)

@@ -101,18 +101,20 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         unplaced = divergent.runs_without_positions(send_summary)
         found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if narrow else None,
                                                     nonmono.result(), unplaced, rows)
+        amb = divergent.split_ambiguous(found)
         try:
             # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
             # which hold the ambiguous values' reads: no scan for those values, whose sends the pass brought.
             sent = pool.submit(_send_details, spark, s_src, found)
-            known = divergent.known_positions(found, doubles, unplaced,
+            known = divergent.known_positions(found, amb, doubles, unplaced,
                                               partial(buckets.acked_at, sums.result()) if narrow else None)
             there = pool.submit(_reads_at, spark, r_src, known)
-            amb_reads = divergent.reads_of_ambiguous(spark, r_src, found, there.result())
-            per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb_reads)
+            amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
+            per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
-            fetched = (there.result(), divergent.middle_positions(found, amb_positions, unplaced)) \
+            fetched = (there.result(), divergent.middle_positions(amb, amb_positions, unplaced)) \
                 if known is not None else None
+            found = amb = None      # per_value holds the rows from here: not both beside the last jobs
             # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
             diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
                                    positions, unplaced, fetched)

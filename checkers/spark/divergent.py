@@ -29,15 +29,27 @@ AMBIGUOUS_READS = "run int, value string, partition int, offset long, phase stri
 VALUE = ["run", "value"]
 
 
-def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, reads: pd.DataFrame):
-    """The per-value rows, with the ambiguous values decided by the three-level definitions (queries.candidates)
-    over just their sends and reads: the send as the pass saw it (hub.SENT: values are unique in a run), the reads
-    from `reads_of_ambiguous`. A scan of the history for them cost 7-8 CPU-s at 10M sends. Also the positions
-    those values were read at."""
+EXTRAS = [*hub.LAST, hub.READS, *hub.SENT]      # the pass's columns only the ambiguous values' follow-ups read
+
+
+def split_ambiguous(found: pd.DataFrame) -> pd.DataFrame:
+    """The ambiguous values' rows of the per-value pass, with its EXTRAS, which are then deleted from `found` in
+    place: no other row needs them, and on 100M anomaly-dense sends (6.6M candidates) they held ~0.4 GiB of the
+    driver beside the JVM's full heap while the last jobs ran."""
+    amb = found.loc[found["k_ambiguous"]].copy()
+    for column in EXTRAS:
+        del found[column]          # nullable integers: a block each, freed without copying the others
+    return amb
+
+
+def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, amb: pd.DataFrame, reads: pd.DataFrame):
+    """The per-value rows, with the ambiguous values `amb` (`split_ambiguous`) decided by the three-level
+    definitions (queries.candidates) over just their sends and reads: the send as the pass saw it (hub.SENT: values
+    are unique in a run), the reads from `reads_of_ambiguous`. A scan of the history for them cost 7-8 CPU-s at 10M
+    sends. Also the positions those values were read at."""
     kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
-    amb = found[found["k_ambiguous"]]
-    decided = found[~found["k_ambiguous"] & found[kinds].any(axis=1)].drop(columns=[*hub.HUB_FLAGS, *hub.LAST,
-                                                                                     hub.READS, *hub.SENT])
+    decided = found.loc[~found["k_ambiguous"] & found[kinds].any(axis=1),
+                        [c for c in found.columns if c not in (*hub.HUB_FLAGS, *EXTRAS)]]     # one copy, not two
     if not len(amb):
         return decided, pd.DataFrame(columns=AT)
     mono = q.small_frame(spark, found.loc[found["k_nonmonotonic_send"], ["run", "op_id"]], "run int, op_id long")
@@ -52,12 +64,12 @@ def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, reads: pd.DataFra
     return pd.concat([decided, exact], ignore_index=True), positions
 
 
-def reads_of_ambiguous(spark: SparkSession, reads: DataFrame, found: pd.DataFrame,
+def reads_of_ambiguous(spark: SparkSession, reads: DataFrame, amb: pd.DataFrame,
                        there: pd.DataFrame) -> pd.DataFrame:
-    """Every read of the ambiguous values: those among `there` (the reads at `known_positions`, which hold each
-    one's first and last), and for a value read more often than that (READS: at three positions or more) all of
-    its reads, looked up by value."""
-    amb = found.loc[found["k_ambiguous"], [*VALUE, hub.READS]].astype({"run": "int64", hub.READS: "int64"})
+    """Every read of the ambiguous values `amb` (`split_ambiguous`): those among `there` (the reads at
+    `known_positions`, which hold each one's first and last), and for a value read more often than that (READS: at
+    three positions or more) all of its reads, looked up by value."""
+    amb = amb[[*VALUE, hub.READS]].astype({"run": "int64", hub.READS: "int64"})
     if not len(amb):
         return there.iloc[0:0]
     got = there.astype({"run": "int64"}).merge(amb[VALUE], on=VALUE)
@@ -72,10 +84,11 @@ def reads_of_ambiguous(spark: SparkSession, reads: DataFrame, found: pd.DataFram
     return pd.concat([got[got["_merge"] == "left_only"].drop(columns="_merge"), more], ignore_index=True)
 
 
-def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[int],
+def known_positions(found: pd.DataFrame, amb: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[int],
                     acked=None) -> pd.DataFrame | None:
     """The candidate positions (`candidates`) known as soon as the per-value pass is back: all but the middle
-    positions of a value read at three or more (the first and last come with the pass). None: too many.
+    positions of a value read at three or more (the first and last come with the pass, in `amb`:
+    `split_ambiguous`). None: too many.
 
     acked: (positions) -> whether a send was acked at each (buckets.acked_at), if known. Then only the positions
     that can hold two values are kept: where two candidate values were read, where a send was acked, and an
@@ -84,7 +97,6 @@ def known_positions(found: pd.DataFrame, doubles: pd.DataFrame, unplaced: set[in
     candidate), so a position with one candidate value and no ack holds one value. On an anomaly-dense history
     most candidates are timed-out sends read where nothing was acked. Middle positions are looked up whatever they
     hold (`middle_positions`)."""
-    amb = found[found["k_ambiguous"]]
     last = amb[["run", *hub.LAST]].set_axis(AT, axis=1)
     out = candidates(found, last, doubles, unplaced, also_ambiguous=True)
     if out is None or acked is None or not len(out):
@@ -160,10 +172,10 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
     return instance_rows([several_values(pd.concat(have, ignore_index=True)).assign(kind="divergent")])
 
 
-def middle_positions(found: pd.DataFrame, amb_positions: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame:
-    """The positions ambiguous values were read at other than their first and last (hub.LAST): the candidate
-    positions `known_positions` could not name. A value read at two positions has none."""
-    at = amb_positions.astype("int64").merge(_ends(found[found["k_ambiguous"]]).drop_duplicates(), on=AT,
+def middle_positions(amb: pd.DataFrame, amb_positions: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame:
+    """The positions the ambiguous values `amb` were read at other than their first and last (hub.LAST): the
+    candidate positions `known_positions` could not name. A value read at two positions has none."""
+    at = amb_positions.astype("int64").merge(_ends(amb).drop_duplicates(), on=AT,
                                              how="left", indicator=True)
     at = at[(at["_merge"] == "left_only") & ~at["run"].isin(unplaced)]
     return at[AT].reset_index(drop=True)
