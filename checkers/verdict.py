@@ -81,9 +81,15 @@ def stall_rows(found: list[availability.Stall]) -> pd.DataFrame:
                                          "t_complete_ns": [s.end_ns for s in found]}))
 
 
+_AS_TEXT = np.frompyfunc(str, 1, 1)
+
+
 def _str(values: np.ndarray) -> np.ndarray:
-    """Each value as an f-string shows it ("None" for None), as an object array that + joins elementwise."""
-    return values.astype(str).astype(object)
+    """Each value as an f-string shows it ("None" for None), as an object array that + joins elementwise. str()
+    per element: a string stays the same object, where astype(str) built a fixed-width unicode copy of the column
+    first (4 bytes per character of its longest reason, per row)."""
+    values = np.asarray(values, dtype=object)
+    return _AS_TEXT(values).astype(object) if values.ndim else np.asarray(str(values[()]), dtype=object)
 
 
 def _pick(cond, yes, no) -> np.ndarray:
