@@ -269,7 +269,8 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
 
 def _joined(words: np.ndarray, why: np.ndarray) -> np.ndarray:
     """words + why elementwise; one shared string where both are the same on every row (a kind with fixed words
-    and one reason, such as recovered: 5M rows at 100M anomaly-dense sends, a new string each took ~1 GiB)."""
+    and one reason, such as recovered: 5M rows at 100M anomaly-dense sends, each given a new ~150-character
+    string before)."""
     if len(words) and (words == words[0]).all() and (why == why[0]).all():
         return np.full(len(words), words[0] + why[0], dtype=object)
     return words + why
