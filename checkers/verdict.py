@@ -88,8 +88,7 @@ def _str(values: np.ndarray) -> np.ndarray:
     """Each value as an f-string shows it ("None" for None), as an object array that + joins elementwise. str()
     per element: a string stays the same object, where astype(str) built a fixed-width unicode copy of the column
     first (4 bytes per character of its longest reason, per row)."""
-    values = np.asarray(values, dtype=object)
-    return _AS_TEXT(values).astype(object) if values.ndim else np.asarray(str(values[()]), dtype=object)
+    return _AS_TEXT(np.asarray(values, dtype=object))       # an object array already: no copy
 
 
 def _pick(cond, yes, no) -> np.ndarray:
