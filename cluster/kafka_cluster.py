@@ -179,7 +179,7 @@ class KafkaCluster(ClusterMetadata):
 
     def _check_name_free(self) -> None:
         if self.client.networks.list(names=[self.network_name]) or self.client.containers.list(
-            all=True, filters={"label": f"{LABEL_CLUSTER}={self.config.name}"}
+            all=True, ignore_removed=True, filters={"label": f"{LABEL_CLUSTER}={self.config.name}"}
         ):
             raise UsageError(
                 f"a cluster named '{self.config.name}' already exists (network {self.network_name})",
@@ -360,7 +360,7 @@ class KafkaCluster(ClusterMetadata):
         self.subnet = ipaddress.ip_network(info["subnet"])
         self._reaper, self._admin = None, None
         self.nodes = []
-        for c in client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={self.run_id}"}):
+        for c in client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_RUN}={self.run_id}"}):
             if c.labels.get("kafka-chaos.role") == linkproxy.ROLE:
                 continue                          # not a node: the link proxy (link_proxy())
             role, node_id = c.labels["kafka-chaos.role"], int(c.labels["kafka-chaos.node-id"])
@@ -374,7 +374,7 @@ class KafkaCluster(ClusterMetadata):
 def sweep_orphans(client: docker.DockerClient) -> int:
     """Remove clusters whose owning process on this host is gone (a crashed run that its reaper missed)."""
     runs = set()
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL}):
         owner = int(c.labels.get(LABEL_OWNER, "0") or 0)
         if owner and not pid_alive(owner):
             runs.add(c.labels[LABEL_RUN])

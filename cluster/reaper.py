@@ -18,7 +18,7 @@ def remove_labelled(label: str) -> int:
 
     client = docker.from_env(timeout=120)
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": label}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": label}):
         try:
             c.remove(force=True, v=True)
             removed += 1

@@ -1,5 +1,6 @@
 """The house's rules (docs/architecture.md), enforced: layers and independence by import-linter, complexity by
 ruff, and modules of about 400 lines at most. A deliberately added upward import must break the contract."""
+import ast
 import shutil
 import subprocess
 import sys
@@ -63,3 +64,25 @@ def test_no_module_is_over_400_lines(package):
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / package).rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"split by job: {long}"
+
+
+def unguarded_container_listings(paths) -> list[str]:
+    """`containers.list` calls without ignore_removed=True: the SDK inspects each listed container, and one removed
+    in between (a run rolling back, a reaper) raises NotFound out of the listing (CI, 2026-11-28)."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "list"
+                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "containers"
+                    and not any(k.arg == "ignore_removed" for k in node.keywords)):
+                found.append(f"{path}:{node.lineno}")
+    return found
+
+
+def test_every_container_listing_tolerates_a_container_removed_while_listing(tmp_path):
+    ours = [p for d in (*PACKAGES, "tests", "bench", "scripts") if (ROOT / d).is_dir()
+            for p in (ROOT / d).rglob("*.py")]
+    assert unguarded_container_listings(ours) == []
+    careless = tmp_path / "careless.py"
+    careless.write_text("docker.from_env().containers.list(all=True, filters={})\n")
+    assert unguarded_container_listings([careless]) == [f"{careless}:1"]

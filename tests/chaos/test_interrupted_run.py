@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def ours() -> set[str]:
     client = docker.from_env()
-    return ({c.name for c in client.containers.list(all=True, filters={"label": LABEL})}
+    return ({c.name for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL})}
             | {n.name for n in client.networks.list(filters={"label": LABEL})})
 
 

@@ -32,12 +32,13 @@ DELAY_MS = 400
 
 def proxy_containers(name: str) -> list:
     return docker.from_env().containers.list(
-        all=True, filters={"label": [f"{LABEL_CLUSTER}={name}", f"kafka-chaos.role={linkproxy.ROLE}"]})
+        all=True, ignore_removed=True,
+        filters={"label": [f"{LABEL_CLUSTER}={name}", f"kafka-chaos.role={linkproxy.ROLE}"]})
 
 
 def leftovers(name: str) -> tuple[list, list]:
     client = docker.from_env()
-    return (client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}),
+    return (client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_CLUSTER}={name}"}),
             client.networks.list(filters={"label": f"{LABEL_CLUSTER}={name}"}))
 
 

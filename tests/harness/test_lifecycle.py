@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cluster
 
 def leftovers(name: str) -> tuple[list, list]:
     client = docker.from_env()
-    return (client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}),
+    return (client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_CLUSTER}={name}"}),
             client.networks.list(filters={"label": f"{LABEL_CLUSTER}={name}"}))
 
 

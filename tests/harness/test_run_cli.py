@@ -10,7 +10,7 @@ from kafka_chaos.harness.scenarios import CATALOG
 
 def our_containers() -> int:
     try:
-        return len(docker.from_env().containers.list(all=True, filters={"label": LABEL}))
+        return len(docker.from_env().containers.list(all=True, ignore_removed=True, filters={"label": LABEL}))
     except docker.errors.DockerException:
         return 0
 

@@ -59,7 +59,8 @@ def owned_containers(pid: int, timeout: float = 60) -> list:
     from kafka_chaos.cluster.kafka_cluster import LABEL_OWNER
 
     client, deadline = docker.from_env(), time.monotonic() + timeout
-    while (found := client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={pid}"})) and \
+    mine = {"label": f"{LABEL_OWNER}={pid}"}
+    while (found := client.containers.list(all=True, ignore_removed=True, filters=mine)) and \
             time.monotonic() < deadline:
         time.sleep(1)
     return found
