@@ -28,6 +28,7 @@ DISABLE_ENV = "KAFKA_CHAOS_SPARK_CDS"       # "0": start the driver's JVM withou
 QUIET = "-Xlog:cds=off,cds+dynamic=off"     # the JVM's CDS warnings (signed jars skipped, ...) stay off stdout
 TRAINING_SENDS = 20_000
 KEEP = 4                                    # archives kept in the cache (one per checkout's venv and JDK, ~180 MB)
+OWNER = ".jars"                             # beside an archive: the jars folder (one venv's pyspark) it was made for
 
 
 def _spark_jars() -> Path:
@@ -67,6 +68,10 @@ def driver_java_options() -> str | None:
     path = archive_path()
     if path is None or not path.is_file():
         return None
+    try:
+        os.utime(path)      # last used now: the cache evicts by last use, not by when an archive was trained
+    except OSError:
+        pass                # a read-only cache: the archive maps all the same
     return f"-XX:SharedArchiveFile={path} {QUIET}"
 
 
@@ -78,6 +83,7 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
         print("spark-cds: no java found (JAVA_HOME or PATH): nothing to archive", file=sys.stderr)
         return None
     if target.is_file():
+        target.with_suffix(OWNER).write_text(str(_spark_jars()))     # archives trained before owners were noted
         return target
     from pyspark import SparkContext
 
@@ -92,6 +98,7 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
         print(f"spark-cds: the JVM wrote no archive to {partial}", file=sys.stderr)
         return None
     os.replace(partial, target)
+    target.with_suffix(OWNER).write_text(str(_spark_jars()))
     prune(target.parent)
     return target
 
@@ -118,13 +125,28 @@ def training_jvm(java_options: str, sends: int = TRAINING_SENDS) -> None:
 
 
 def prune(folder: Path, keep: int = KEEP) -> list[Path]:
-    """Remove all but the `keep` newest archives (each fresh clone's venv needs its own), and partial ones a training
-    left behind over an hour ago; returns what was removed."""
+    """Remove the archives of venvs that are gone, then all but the `keep` last used (each fresh clone's venv needs
+    its own, and a new clone's training must not evict the archive of the checkout in daily use: it did, by
+    training time, 2026-11-28), and partial ones a training left behind over an hour ago; returns what was
+    removed."""
     archives = sorted(folder.glob("driver-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    abandoned = [p for p in archives if _owner_gone(p)]
+    live = [p for p in archives if p not in abandoned]
     stale = [p for p in folder.glob("driver-*.partial") if p.stat().st_mtime < time.time() - 3600]
-    for path in archives[keep:] + stale:
+    removed = abandoned + live[keep:] + stale
+    for path in removed:
         path.unlink(missing_ok=True)
-    return archives[keep:] + stale
+        path.with_suffix(OWNER).unlink(missing_ok=True)
+    return removed
+
+
+def _owner_gone(archive: Path) -> bool:
+    """The jars folder `archive` was trained for no longer exists (its clone was deleted); unknown owner: False."""
+    owner = archive.with_suffix(OWNER)
+    try:
+        return not Path(owner.read_text().strip()).is_dir()
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":

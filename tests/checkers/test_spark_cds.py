@@ -58,6 +58,30 @@ def test_without_java_there_is_no_archive(monkeypatch):
     assert spark_cds.archive_path() is None and spark_cds.driver_java_options() is None
 
 
+def test_mapping_an_archive_marks_it_used_so_the_cache_evicts_by_last_use(fake_runtime):
+    path = spark_cds.archive_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    os.utime(path, (1000, 1000))
+    spark_cds.driver_java_options()
+    assert path.stat().st_mtime > 1000
+
+
+def test_archives_of_deleted_checkouts_go_first_then_the_least_recently_used(tmp_path):
+    kept_jars = tmp_path / "venv/jars"
+    kept_jars.mkdir(parents=True)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for i in range(6):
+        (cache / f"driver-{i}.jsa").write_bytes(b"a")
+        os.utime(cache / f"driver-{i}.jsa", (1000 + i, 1000 + i))
+        (cache / f"driver-{i}.jars").write_text(str(kept_jars if i != 4 else tmp_path / "deleted-clone/jars"))
+    removed = spark_cds.prune(cache, keep=3)
+    assert sorted(p.name for p in removed) == ["driver-0.jsa", "driver-1.jsa", "driver-4.jsa"]
+    assert sorted(p.name for p in cache.iterdir()) == ["driver-2.jars", "driver-2.jsa", "driver-3.jars",
+                                                       "driver-3.jsa", "driver-5.jars", "driver-5.jsa"]
+
+
 def test_the_cache_keeps_the_newest_archives_and_drops_abandoned_partial_ones(tmp_path):
     for i in range(6):
         (tmp_path / f"driver-{i}.jsa").write_bytes(b"a")
