@@ -1,16 +1,20 @@
 """`kafka-chaos run` and `scenarios`: bad input fails with exit 2 before any container starts."""
+import os
+
 import pytest
 
 import docker
-from kafka_chaos.cluster.kafka_cluster import LABEL
+from kafka_chaos.cluster.kafka_cluster import LABEL_OWNER
 from kafka_chaos.harness.cli import main
 from kafka_chaos.harness.runner import RunOptions
 from kafka_chaos.harness.scenarios import CATALOG
 
 
 def our_containers() -> int:
+    """Containers this process's runs own (`main` runs in it): other runs on the machine do not count."""
+    mine = {"label": f"{LABEL_OWNER}={os.getpid()}"}
     try:
-        return len(docker.from_env().containers.list(all=True, ignore_removed=True, filters={"label": LABEL}))
+        return len(docker.from_env().containers.list(all=True, ignore_removed=True, filters=mine))
     except docker.errors.DockerException:
         return 0
 
