@@ -83,7 +83,7 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
         print("spark-cds: no java found (JAVA_HOME or PATH): nothing to archive", file=sys.stderr)
         return None
     if target.is_file():
-        target.with_suffix(OWNER).write_text(str(_spark_jars()))     # archives trained before owners were noted
+        _note_owner(target)          # archives trained before owners were noted get one
         return target
     from pyspark import SparkContext
 
@@ -98,7 +98,7 @@ def train(sends: int = TRAINING_SENDS) -> Path | None:
         print(f"spark-cds: the JVM wrote no archive to {partial}", file=sys.stderr)
         return None
     os.replace(partial, target)
-    target.with_suffix(OWNER).write_text(str(_spark_jars()))
+    _note_owner(target)
     prune(target.parent)
     return target
 
@@ -138,6 +138,14 @@ def prune(folder: Path, keep: int = KEEP) -> list[Path]:
         path.unlink(missing_ok=True)
         path.with_suffix(OWNER).unlink(missing_ok=True)
     return removed
+
+
+def _note_owner(archive: Path) -> None:
+    """Beside `archive`, the jars folder it serves (`prune` drops it once that folder is gone); best effort."""
+    try:
+        archive.with_suffix(OWNER).write_text(str(_spark_jars()))
+    except OSError:
+        pass             # without a note the archive is never taken for abandoned: only evicted by last use
 
 
 def _owner_gone(archive: Path) -> bool:
