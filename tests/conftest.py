@@ -6,6 +6,7 @@ tuned fast (short session and lag times) so fault tests finish quickly. KAFKA_CH
 from __future__ import annotations
 
 import os
+import re
 import uuid
 
 import pytest
@@ -44,3 +45,38 @@ def topic(cluster):
     sweep(cluster)                    # whatever a test did: every node running unpaused, no rule of ours
     cluster.wait_healthy(name, timeout=90)
     cluster.delete_topics([name])
+
+
+LEFT_BEHIND = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_cluster_of_the_tests_survives(request):
+    """After the session, the clusters its tests named after this process (`<word><pid>`) are gone: one a test
+    left behind (CI, 2026-11-28: a persistent `cluster up` whose test raised before its cleanup) is removed here and
+    named in the summary, not left running on the machine."""
+    yield
+    try:
+        import docker
+        from kafka_chaos.cluster import powerfs
+        from kafka_chaos.cluster.kafka_cluster import LABEL, LABEL_CLUSTER
+        from kafka_chaos.cluster.reaper import LABEL_RUN, remove_labelled
+
+        client = docker.from_env()
+        ours = re.compile(rf"[a-z-]+{os.getpid()}")
+        labelled = [c.labels for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL})]
+        labelled += [n.attrs["Labels"] for n in client.networks.list(filters={"label": LABEL})]
+    except Exception:       # no Docker (a unit-only session): nothing of ours can be running
+        return
+    runs = {(labels[LABEL_CLUSTER], labels[LABEL_RUN]) for labels in labelled
+            if ours.fullmatch(labels.get(LABEL_CLUSTER, "")) and LABEL_RUN in labels}
+    for _, run in runs:
+        remove_labelled(f"{LABEL_RUN}={run}")
+        powerfs.remove_run(run)
+    request.config.stash[LEFT_BEHIND] = sorted(name for name, _ in runs)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if left := config.stash.get(LEFT_BEHIND, []):
+        terminalreporter.section("clusters the tests left behind (removed)")
+        terminalreporter.write_line(", ".join(left))
