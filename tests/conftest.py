@@ -58,23 +58,20 @@ def no_cluster_of_the_tests_survives(request):
     yield
     try:
         import docker
-        from kafka_chaos.cluster import powerfs
         from kafka_chaos.cluster.kafka_cluster import LABEL, LABEL_CLUSTER
-        from kafka_chaos.cluster.reaper import LABEL_RUN, remove_labelled
 
         client = docker.from_env()
-        ours = re.compile(rf"[a-z-]+{os.getpid()}")
         labelled = [c.labels for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL})]
         labelled += [n.attrs["Labels"] for n in client.networks.list(filters={"label": LABEL})]
     except Exception:       # no Docker (a unit-only session): nothing of ours can be running
         return
-    runs = {(labels[LABEL_CLUSTER], labels[LABEL_RUN]) for labels in labelled
-            if ours.fullmatch(labels.get(LABEL_CLUSTER, "")) and LABEL_RUN in labels}
-    for _, run in runs:
-        remove_labelled(f"{LABEL_RUN}={run}")
-        powerfs.remove_run(run)
-    request.config.stash[LEFT_BEHIND] = sorted(name for name, _ in runs)
+    from kafka_chaos.harness.cli import main
 
+    ours = re.compile(rf"[a-z-]+{os.getpid()}")
+    left = sorted({name for labels in labelled if ours.fullmatch(name := labels.get(LABEL_CLUSTER, ""))})
+    for name in left:
+        main(["cluster", "down", "--name", name])      # as a user would: nodes, network, lazyfs mounts
+    request.config.stash[LEFT_BEHIND] = left
 
 def pytest_terminal_summary(terminalreporter, config):
     if left := config.stash.get(LEFT_BEHIND, []):
