@@ -79,9 +79,6 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     local = spark.sparkContext.master.startswith("local")       # the driver reads the files the executors read
     gather = rows <= ONE_TASK_ROWS and local                    # queries.one_task
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
-        # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
-        avail = pool.submit(availability_files.runs_islands, runs) if local else \
-            pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         sums_group = f"bucket-sums-{uuid.uuid4().hex}"     # one per pass: a warm session keeps earlier jobs' groups
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL, sums_group) \
             if narrow else None
@@ -95,6 +92,11 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             # 20.8-21.4 s against 22.3-24.0 s, 6 pairs; the pass's last task ends at 15.4 s of jobs instead of 16.0.
             wait_for_group(spark, sums_group, sums)
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather)
+        # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
+        # Last of the first batch: numpy's pass holds the GIL for long stretches, and submitted first it kept
+        # the threads above from planning theirs, so Spark's first task started at ~4.5 s of a 10M check, not ~2.3 s
+        avail = pool.submit(availability_files.runs_islands, runs) if local else \
+            pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
         send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if narrow else \
             send_summary.result()
