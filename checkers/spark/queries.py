@@ -328,6 +328,13 @@ def _stream():
     return F.xxhash64("run", "consumer", "partition").alias("stream")
 
 
+def reads_with(reads: DataFrame, keys: DataFrame) -> DataFrame:
+    """consumer, value and t_ns of the reads with the given (run, consumer, partition, seq)
+    (checkers.series_files.poll_gaps' keys)."""
+    return reads.select("run", "consumer", "partition", "seq", "value", "t_ns") \
+        .join(F.broadcast(keys), ["run", "consumer", "partition", "seq"], "left_semi")
+
+
 def gaps_with_reads_between(reads: DataFrame, gaps: DataFrame) -> DataFrame:
     """The `gap` ids (of gaps: run, partition, from_offset, offset, gap) with some read strictly inside."""
     g = gaps.select("run", "partition", F.col("from_offset").alias("a"), F.col("offset").alias("b"), "gap")

@@ -132,29 +132,38 @@ def test_a_gathered_pass_runs_without_adaptive_execution_and_gives_the_session_b
 
 
 @pytest.mark.spark
-def test_a_gathered_pass_submits_the_poll_gap_window_only_once_the_bucket_sums_run(spark, tmp_path, monkeypatch):
-    """The poll-gap window is one long task locally: submitted first, it would take the core the bucket sums' scan
-    waits for (anomalies); so it waits until Spark has the sums' job."""
+def test_a_gathered_pass_starts_the_drivers_windows_only_once_the_bucket_sums_run(spark, tmp_path, monkeypatch):
+    """Locally the nonmonotonic sends and the poll gaps are found by the driver in numpy (series_files), which holds
+    the GIL for stretches: started first, they would keep the threads that plan the bucket sums from submitting
+    them (anomalies); so they start once Spark has the sums' job."""
+    from kafka_chaos.checkers import series_files
     from kafka_chaos.checkers.spark import anomalies
 
     from .conftest import read, send, write_run
 
-    groups, submitted_after = [], []
-    collect = anomalies.to_pandas
-    tracker = spark.sparkContext.statusTracker()
+    groups, started_after = [], {}
+    collect, tracker = anomalies.to_pandas, spark.sparkContext.statusTracker()
 
     def recording(df, label=None, pool=None, group=None):
         if group:
             groups.append(group)
-        if label == "poll gaps":
-            submitted_after.append(bool(groups) and bool(tracker.getJobIdsForGroup(groups[0])))
         return collect(df, label, pool, group)
 
+    def after_sums(name):
+        original = getattr(series_files, name)
+
+        def call(runs):
+            started_after[name] = bool(groups) and bool(tracker.getJobIdsForGroup(groups[0]))
+            return original(runs)
+        monkeypatch.setattr(series_files, name, call)
+
     monkeypatch.setattr(anomalies, "to_pandas", recording)
+    for name in ("runs_nonmonotonic_sends", "runs_poll_gaps"):
+        after_sums(name)
     run = write_run(tmp_path / "r", [send(f"v{k}", partition=0, offset=k, t=k) for k in range(10)],
                     [read(f"v{k}", partition=0, offset=k + k // 5, consumer="c1", seq=k) for k in range(10)])
     found = anomalies.find_anomalies_spark(spark, {"r": run})
-    assert submitted_after == [True] and len(groups) == 1
+    assert started_after == {"runs_nonmonotonic_sends": True, "runs_poll_gaps": True} and len(groups) == 1
     assert found.counts["r"].sends == 10
 
 
