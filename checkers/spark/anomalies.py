@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_chaos.checkers import availability_files, instances, series_files
+from kafka_chaos.checkers import availability_files, instances, lookup_files, series_files
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.reference import Counts
@@ -110,10 +110,11 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         try:
             # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
             # which hold the ambiguous values' reads: no scan for those values, whose sends the pass brought.
-            sent = pool.submit(_send_details, spark, s_src, found)
+            files = runs if gather else None        # the driver reads the files itself (lookup_files)
+            sent = pool.submit(_send_details, spark, s_src, found, files)
             known = divergent.known_positions(found, amb, doubles, unplaced,
                                               partial(buckets.acked_at, sums.result()) if narrow else None)
-            there = pool.submit(_reads_at, spark, r_src, known)
+            there = pool.submit(_reads_at, spark, r_src, known, files)
             amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
             per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
@@ -211,11 +212,15 @@ def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach
     return to_pandas(q.breaching_sends(sends, frame), "min ISR breaches")
 
 
-def _send_details(spark: SparkSession, sends: DataFrame, found: pd.DataFrame) -> pd.DataFrame:
-    """The send columns of every candidate that was sent."""
+def _send_details(spark: SparkSession, sends: DataFrame, found: pd.DataFrame,
+                  files: dict[str, Path] | None = None) -> pd.DataFrame:
+    """The send columns of every candidate that was sent; many of them are read by the driver from `files` (the
+    runs' directories, a local check's), else Spark looks them up."""
     keys = found.loc[found["op_id"].notna(), ["run", "op_id"]].astype("int64").drop_duplicates()
     if not len(keys):
         return pd.DataFrame(columns=["run", *SEND_FIELDS, "partition", "offset", "outcome"])
+    if files is not None and len(keys) >= lookup_files.MIN_KEYS:
+        return lookup_files.send_rows(files, keys, {c: SEND_COLUMNS[c] for c in q.SEND_DETAILS})
     return to_pandas(q.send_details(sends, q.small_frame(spark, keys, "run int, op_id long")), "send details")
 
 
@@ -235,11 +240,15 @@ def _with_breached(spark: SparkSession, sends: DataFrame, details: pd.DataFrame,
     return pd.concat([details, more], ignore_index=True)
 
 
-def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None) -> pd.DataFrame:
-    """The reads at the `known` candidate positions (none if None: too many to look up one by one)."""
+def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None,
+              files: dict[str, Path] | None = None) -> pd.DataFrame:
+    """The reads at the `known` candidate positions (none if None: too many to look up one by one); many of them
+    are read by the driver from `files`, as `_send_details`."""
     if known is None or not len(known):
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (("run", "int64"), ("partition", "int64"),
                              ("offset", "int64"), ("value", "string"), ("t_ns", "int64"), ("phase", "string"))})
+    if files is not None and len(known) >= lookup_files.MIN_KEYS:
+        return lookup_files.read_rows(files, known, {c: READ_COLUMNS[c] for c in q.LOOKED_UP if c != "run"})
     keys = q.small_frame(spark, known, "run int, partition int, offset long")
     return to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
 

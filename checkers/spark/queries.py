@@ -292,10 +292,13 @@ def acked_twice(placed: DataFrame, buckets: DataFrame) -> DataFrame:
     return crowded.groupBy("run", "partition", "offset").count().where(F.col("count") >= 2).drop("count")
 
 
+SEND_DETAILS = ("op_id", "producer", "process", "acks", "idempotent", "t_invoke_ns", "t_complete_ns", "partition",
+                "offset", "outcome")     # a send's columns `send_details` brings, after `run`
+
+
 def send_details(sends: DataFrame, wanted: DataFrame) -> DataFrame:
     """The send columns of the wanted (run, op_id)s."""
-    cols = sends.select("run", "op_id", "producer", "process", "acks", "idempotent", "t_invoke_ns",
-                        "t_complete_ns", "partition", "offset", "outcome")
+    cols = sends.select("run", *SEND_DETAILS)
     return cols.join(F.broadcast(wanted), ["run", "op_id"], "left_semi")
 
 
