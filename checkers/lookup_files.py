@@ -17,9 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kafka_chaos.checkers.series_files import POS_SHIFT
+
 BATCH_ROWS = 1 << 21       # memory: one batch of the columns looked at, and the rows found
 MIN_KEYS = 50_000          # fewer keys: Spark's broadcast is the cheaper look-up (the file is read whole here)
-POS_SHIFT = 1 << 40        # a position as one long: partition * 2^40 + offset (checkers.spark.queries.pos)
 ARROW = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
 PANDAS = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get     # as checkers.spark.collect.to_pandas
 

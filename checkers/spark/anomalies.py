@@ -3,9 +3,10 @@
 The histories never come back to the driver. What does: per-run summaries (a few rows), availability islands,
 the candidate values of the per-value kinds, the send columns of those candidates, and the (usually empty)
 divergent positions, min.insync breaches and consumer gaps. Instance rows are then put together in pandas, in the
-shape of checkers.instances, so they compare row for row with the pandas reference. One exception, local checks
-only: there the driver reduces five columns of the sends to the availability islands itself, in batches
-(checkers.availability_files), as cheaper than Spark's job.
+shape of checkers.instances, so they compare row for row with the pandas reference. The exceptions, local checks
+only, where the driver reads the same files and is cheaper than Spark's jobs: it reduces the sends to the
+availability islands (checkers.availability_files), finds the nonmonotonic sends and poll gaps
+(checkers.series_files), and looks up many candidates' sends and reads (checkers.lookup_files) itself.
 """
 from __future__ import annotations
 
