@@ -10,6 +10,7 @@ availability islands (checkers.availability_files), finds the nonmonotonic sends
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
@@ -18,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_chaos.checkers import availability_files, instances, lookup_files, series_files
+from kafka_chaos.checkers import availability_files, bucket_files, instances, lookup_files, series_files
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.reference import Counts
@@ -49,6 +50,7 @@ PER_POSITION_KINDS = ("duplicate", "phantom")     # rows at the value's first re
 SEND_FIELDS = ["producer", "process", "op_id", "acks", "idempotent", "t_invoke_ns", "t_complete_ns"]
 
 __all__ = ["Findings", "find_anomalies_spark"]
+log = logging.getLogger(__name__)
 
 
 def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
@@ -81,6 +83,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     gather = rows <= ONE_TASK_ROWS and local                    # queries.one_task
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
         sums_group = f"bucket-sums-{uuid.uuid4().hex}"     # one per pass: a warm session keeps earlier jobs' groups
+        # the driver's counts per bucket (integer columns): an anomaly-dense history is seen before the sums are back
+        counts = pool.submit(bucket_files.runs_bucket_counts, runs) if gather and narrow else None
         sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL, sums_group) \
             if narrow else None
         nonmono = None if gather else \
@@ -95,6 +99,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             wait_for_group(spark, sums_group, sums)
         if gather:      # the driver reads the files itself (series_files): ~2 CPU-s of numpy for Spark's ~9
             nonmono = pool.submit(series_files.runs_nonmonotonic_sends, runs)
+        # before the other driver-side jobs: the counts are the first thing an anomaly-dense history's pass waits for
+        sums, hashed = _sums_or_counts(spark, sums, counts, sums_group) if narrow else (None, False)
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather, runs)
         # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
         # Last of the first batch: numpy's pass holds the GIL for long stretches, and submitted first it kept
@@ -106,7 +112,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             send_summary.result()
         unplaced = divergent.runs_without_positions(send_summary)
         found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if narrow else None,
-                                                    nonmono.result(), unplaced, rows)
+                                                    nonmono.result(), unplaced, rows, hashed)
         amb = divergent.split_ambiguous(found)
         try:
             # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
@@ -147,16 +153,30 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                     idempotent=idempotent)
 
 
+def _sums_or_counts(spark: SparkSession, sums: Future, counts: Future | None, group: str) -> tuple[Future, bool]:
+    """The bucket sums, and True; or, where the driver's counts alone already show more unclean buckets than
+    narrowing takes (checkers.bucket_files), those counts in their place, and False: Spark's sums job is cancelled
+    and the per-value pass starts at once on the whole history."""
+    if counts is None or not buckets.too_unclean(counts.result()):
+        return sums, True
+    spark.sparkContext.cancelJobGroup(group)
+    log.debug("bucket counts: most buckets unclean, the per-value pass runs on every row without the bucket sums")
+    done: Future = Future()
+    done.set_result(counts.result())
+    return done, False
+
+
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
-               nonmono: pd.DataFrame, unplaced: set[int], rows: int):
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int, hashed: bool = True):
     """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
     on: those of the unclean buckets (checkers.spark.buckets, persisted), or the whole history when there are no
-    bucket sums or most buckets are unclean."""
+    bucket sums or most buckets are unclean. hashed: False when `sums` are counts only (checkers.bucket_files),
+    which never narrow."""
     narrowed = False
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
         unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
-        narrowed = len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
+        narrowed = hashed and len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
         s_src, r_src = s_src.persist(), r_src.persist()

@@ -153,6 +153,13 @@ def judge_buckets(sums: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
         len(frame)
 
 
+def too_unclean(sums: pd.DataFrame) -> bool:
+    """Whether more buckets are unclean than narrowing takes (MAX_UNCLEAN_SHARE): the whole history goes through
+    the per-value pass."""
+    unclean, _, total = judge_buckets(sums)
+    return len(unclean) > MAX_UNCLEAN_SHARE * total
+
+
 def reads_summary(sums: pd.DataFrame) -> pd.DataFrame:
     """queries.reads_summary's counts from `bucket_sums`, which sums every read: (run, phase, partition,
     count), phase "final" or "live" (any other phase counts as live: only the drain's reads are told apart)."""

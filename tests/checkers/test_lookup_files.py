@@ -65,3 +65,21 @@ def test_an_anomaly_dense_history_gives_the_same_instances_with_either_look_up(s
     by = ["kind", "run_id", "partition", "offset", "value"]
     assert set(mine["kind"]) >= {"lost", "duplicate", "divergent", "recovered"}
     pd.testing.assert_frame_equal(ordered(mine, by), ordered(theirs, by))
+
+
+def test_keys_too_spread_for_a_table_are_looked_up_in_a_hash_set_with_the_same_rows(tmp_path, monkeypatch):
+    sends = [send("a", offset=0), send("b", offset=1), send("c", offset=2)]
+    reads = [read("a", offset=0), read("b", offset=1), read("b", partition=1, offset=1)]
+    runs = {"x": write_run(tmp_path / "x", sends, reads)}
+    columns = {c: SEND_COLUMNS[c] for c in q.SEND_DETAILS}
+    read_columns = {c: READ_COLUMNS[c] for c in q.LOOKED_UP if c != "run"}
+    near = lookup_files.send_rows(runs, pd.DataFrame({"run": [0, 0], "op_id": [0, 2]}), columns)
+    far = lookup_files.send_rows(runs, pd.DataFrame({"run": [0, 0, 0], "op_id": [0, 2, 10**15]}), columns)
+    pd.testing.assert_frame_equal(ordered(near, ["op_id"]), ordered(far, ["op_id"]))
+    assert list(near["op_id"]) == [0, 2]
+    at = pd.DataFrame({"run": [0, 0], "partition": [0, 1], "offset": [1, 1]})
+    spread = pd.concat([at, pd.DataFrame({"run": [0], "partition": [0], "offset": [-5]})], ignore_index=True)
+    by = ["partition", "offset"]
+    pd.testing.assert_frame_equal(ordered(lookup_files.read_rows(runs, at, read_columns), by),
+                                  ordered(lookup_files.read_rows(runs, spread, read_columns), by))
+    assert len(lookup_files.read_rows(runs, at, read_columns)) == 2

@@ -1,0 +1,89 @@
+"""The driver's bucket counts (checkers.bucket_files) are Spark's bucket sums but for the hashes, and an
+anomaly-dense history they show to be beyond narrowing gets the same instances without Spark's sums."""
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import pytest
+
+from kafka_chaos.checkers import bucket_files
+from kafka_chaos.checkers.spark import buckets
+from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
+from kafka_chaos.history.synthetic import write_synthetic_run
+from kafka_chaos.history.synthetic.shapes import HEAVY
+
+from .conftest import read, send, write_run
+
+KEY = ["run", "partition", "bucket", "kind", "code"]
+
+
+def spark_sums(spark, runs) -> pd.DataFrame:
+    return to_pandas(buckets.bucket_sums(load(spark, runs, "sends.parquet", SEND_COLUMNS),
+                                         load(spark, runs, "reads.parquet", READ_COLUMNS)))
+
+
+def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows without the hashes, in one order and one set of dtypes."""
+    frame = frame[[*KEY, "n", "mask"]].astype({"run": "int64", "partition": "Int64", "bucket": "Int64",
+                                               "kind": "int64", "code": "int64", "n": "int64", "mask": "Int64"})
+    return frame.sort_values(KEY, na_position="first").reset_index(drop=True)
+
+
+def random_run(directory, seed: int, sends: int = 3000):
+    """Two producer settings, acks 0/1/all, ok/info/fail, sends without a partition, offsets acked twice, reads
+    live and final, some where nothing was acked, rows shuffled."""
+    rng = random.Random(seed)
+    rows, reads, next_offset = [], [], {}
+    for i in range(sends):
+        p = rng.randrange(3)
+        off = next_offset.get(p, 0) + rng.choice((1, 1, 1, 2))
+        next_offset[p] = off
+        off = off - 1 if rng.random() < 0.01 else off            # acked where the previous one was
+        outcome, acks = rng.choice(("ok",) * 8 + ("info", "fail")), rng.choice(("1", "all", "all", "0"))
+        placed = outcome == "ok" or rng.random() < 0.3
+        rows.append(send(f"v{i}", partition=p if rng.random() > 0.01 else None, offset=off if placed else None,
+                         outcome=outcome, acks=acks, idempotent=rng.choice((True, False)), op_id=i))
+        if placed and rng.random() < 0.97:
+            reads.append(read(f"v{i}", partition=p, offset=off))
+        if rng.random() < 0.5:
+            reads.append(read(f"v{i}", partition=p, offset=off if placed else off + 100, consumer="c1"))
+    reads.append(read("stray", partition=1, offset=10**6, consumer="c2"))
+    rng.shuffle(rows)
+    rng.shuffle(reads)
+    return write_run(directory, rows, reads)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_histories_give_the_counts_and_masks_of_sparks_bucket_sums(spark, tmp_path, seed):
+    runs = {"a": random_run(tmp_path / "a", seed), "b": random_run(tmp_path / "b", seed + 10, sends=500)}
+    mine, theirs = bucket_files.runs_bucket_counts(runs), spark_sums(spark, runs)
+    pd.testing.assert_frame_equal(comparable(mine), comparable(theirs))
+    assert (mine["lo"] == 0).all() and (mine["hi"] == 0).all()
+    # judged on counts alone, a bucket Spark's hashes find clean is clean, and the crowded buckets are the same
+    unclean, crowded, total = buckets.judge_buckets(mine)
+    their_unclean, their_crowded, their_total = buckets.judge_buckets(theirs)
+    assert total == their_total and len(crowded) > 0
+    pd.testing.assert_frame_equal(crowded.astype("int64"), their_crowded.astype("int64"))
+    assert set(map(tuple, unclean.astype("int64").to_numpy())) <= set(map(tuple, their_unclean.astype("int64")
+                                                                              .to_numpy()))
+
+
+@pytest.mark.spark
+def test_an_anomaly_dense_history_is_checked_without_sparks_sums_and_gets_the_same_instances(spark, tmp_path,
+                                                                                               monkeypatch):
+    from kafka_chaos.checkers.spark import anomalies
+    run = write_synthetic_run(tmp_path / "heavy", sends=20_000, partitions=4, shape=HEAVY)
+    judged = []
+    too_unclean = buckets.too_unclean
+    monkeypatch.setattr(buckets, "too_unclean", lambda sums: judged.append(too_unclean(sums)) or judged[-1])
+    mine = anomalies.find_anomalies_spark(spark, {"r": run})
+    assert judged == [True]                     # the counts alone showed most buckets unclean
+    monkeypatch.setattr(buckets, "too_unclean", lambda sums: False)         # Spark's sums, as before
+    theirs = anomalies.find_anomalies_spark(spark, {"r": run})
+    by = ["kind", "run_id", "partition", "offset", "value"]
+    assert set(mine.instances["kind"]) >= {"lost", "duplicate", "divergent", "recovered"}
+    pd.testing.assert_frame_equal(mine.instances.sort_values(by).reset_index(drop=True),
+                                  theirs.instances.sort_values(by).reset_index(drop=True))
+    assert mine.counts == theirs.counts and mine.final_reads == theirs.final_reads
