@@ -9,8 +9,8 @@ was the first ~7 s of a 10M check, the pass's ~10 s came after.
 
 A bucket whose counts disagree (the drain read more or fewer records than were acked there, an offset was acked
 twice) is unclean whatever the hashes say. So counts alone give a lower bound of the unclean buckets, from integer
-and dictionary columns only: ~1 CPU-s on 10M sends. Where that bound is already over buckets.MAX_UNCLEAN_SHARE, the
-pass starts on the whole history at once and these rows stand in for the sums. They are `bucket_sums`' rows (run,
+and dictionary columns only: ~1 CPU-s on 10M sends. Where that bound already rules narrowing out (buckets.narrows),
+the pass starts on the whole history at once and these rows stand in for the sums. They are `bucket_sums`' rows (run,
 partition, bucket, kind, code, n, mask) with the hashes lo and hi at 0: judged with them a bucket is unclean by its
 counts alone, and only the narrowing, which such a history does not get, needs more.
 """

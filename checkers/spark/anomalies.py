@@ -176,7 +176,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
         unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
-        narrowed = hashed and len(unclean) <= buckets.MAX_UNCLEAN_SHARE * total
+        narrowed = hashed and buckets.narrows(sums, unclean, total, unplaced)
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
         s_src, r_src = s_src.persist(), r_src.persist()

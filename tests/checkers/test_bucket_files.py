@@ -87,3 +87,29 @@ def test_an_anomaly_dense_history_is_checked_without_sparks_sums_and_gets_the_sa
     pd.testing.assert_frame_equal(mine.instances.sort_values(by).reset_index(drop=True),
                                   theirs.instances.sort_values(by).reset_index(drop=True))
     assert mine.counts == theirs.counts and mine.final_reads == theirs.final_reads
+
+
+def sums_of(buckets_per_run: dict[int, list[int]]) -> pd.DataFrame:
+    """Bucket sums with, per run, one bucket per entry: that many acked sends and as many final reads."""
+    rows = [{"run": run, "partition": 0, "bucket": b, "kind": kind, "code": 0, "n": n, "lo": 0, "hi": 0, "mask": 0}
+            for run, sizes in buckets_per_run.items() for b, n in enumerate(sizes)
+            for kind in (buckets.SEND, buckets.FINAL)]
+    return pd.DataFrame(rows)
+
+
+def keys(pairs: list[tuple[int, int]]) -> pd.DataFrame:
+    return pd.DataFrame({"run": [r for r, _ in pairs], "partition": 0, "bucket": [b for _, b in pairs]})
+
+
+def test_narrowing_takes_half_of_the_buckets_and_a_quarter_of_the_rows_at_most():
+    sums = sums_of({0: [10] * 10, 1: [100] * 10})          # 20 buckets; run 1 holds 2,000 of the 2,200 rows
+    assert buckets.narrows(sums, keys([(0, b) for b in range(10)]), 20)            # half the buckets, 200 rows
+    assert not buckets.narrows(sums, keys([(1, b) for b in range(10)]), 20)        # half the buckets, 2,000 rows
+    assert not buckets.narrows(sums, keys([(0, b) for b in range(10)] + [(1, 0)]), 20)     # 11 of 20 buckets
+    quarter = sums_of({0: [50, 50, 50], 1: [50]})          # 4 buckets of 100 rows each
+    assert buckets.narrows(quarter, keys([(1, 0)]), 4)                             # 100 of 400 rows: a quarter
+    assert not buckets.narrows(quarter, keys([(1, 0), (0, 0)]), 4)                 # 200 of 400 rows
+    assert not buckets.narrows(sums_of({0: [50, 50, 49], 1: [50]}), keys([(1, 0)]), 4)     # 100 of 398 rows
+    # every row of a run in `everything` goes through the pass: it counts whole, however few of its buckets
+    assert not buckets.narrows(sums, keys([(0, 0)]), 20, everything={1})
+    assert buckets.narrows(sums, keys([(1, 0)]), 20, everything={0})               # 200 + 200 of 2,200 rows
