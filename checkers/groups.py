@@ -30,8 +30,9 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   received after its last flush can thus be committed and never journaled: for a crashed application that is
   at-most-once, which auto commit allows. A skip is allowed when the killed member held the partition at the
   kill (or had it revoked before, but its own commit of it completed after the revocation and before the kill,
-  covering the record), the record lies above everything it journaled of that partition since it was assigned
-  it, and below the committed offset the partition's next owner started from. Manual mode commits only after
+  covering the record, or the next owner started at a committed offset above every commit the history holds: the
+  killed member's commit, answered after the kill), the record lies above everything it journaled of that
+  partition since it was assigned it, and below the committed offset the partition's next owner started from. Manual mode commits only after
   the journal flush, so a skip across a kill stays a violation there.
 - `reread_below_commit` (per read): a consumer read a record again below the offset the group had committed for
   that partition when the partition was assigned to it: a new owner starts at the committed offset (Kafka
@@ -140,7 +141,7 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
             held_until = int(before["t_ns"].iloc[-1])
             late = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
                          & (group["t_ns"] > held_until) & (group["t_ns"] <= k.t_ns) & group["error"].isna()]
-            if late.empty or not (late["offset"].max() > off):
+            if (late.empty or not (late["offset"].max() > off)) and not _lost_commit(group, mine, p, held_until, off):
                 continue                               # the killed member neither held nor committed p then
             before = before[before["t_ns"] < held_until]
             if before.empty or before["event"].iloc[-1] != "assigned":
@@ -151,11 +152,30 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
         after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > held_until)]     # the next owner, first
         if after.empty or pd.isna(after["offset"].iloc[0]) or not low < off < int(after["offset"].iloc[0]):
             continue                                   # (its starting offset unknown: nothing can be excused)
-        return (f"consumer {k.consumer} was killed holding partition {p}, having journaled it up to offset {low}; "
+        held = f"killed holding partition {p}" if held_until == k.t_ns else \
+            f"killed {(k.t_ns - held_until) / 1e9:.2f} s after partition {p} was revoked from it (its commit on " \
+            "revoke covering the records)"
+        return (f"consumer {k.consumer} was {held}, having journaled it up to offset {low}; "
                 f"the next owner started at the committed offset {int(after['offset'].iloc[0])}: auto commit "
                 "commits what librdkafka handed over (enable.auto.offset.store), journaled or not, so a killed "
                 "consumer's last records are delivered at most once (librdkafka CONFIGURATION.md)")
     return None
+
+
+def _lost_commit(group: pd.DataFrame, mine: pd.DataFrame, p: int, revoked: int, off: int) -> bool:
+    """Whether the owner of partition `p` after a revocation at `revoked` started at a committed offset above `off`
+    and above every successful commit of p journaled before it: a commit the history lacks. Every member journals
+    its commits' outcomes, so only a killed member's journal can lack one, and the partition's last holder was the
+    killed member: its commit of the offsets it stored, on revoke, answered after the kill. A real run (2026-11-28,
+    consumer-and-leader-kill, auto): c0 journaled partition 1 up to 6393 and committed 5699, was revoked at 6.11 s
+    and killed at 6.40 s; its replacement was assigned the partition at 17.06 s with the committed offset 6428."""
+    nxt = mine[(mine["event"] == "assigned") & (mine["t_ns"] > revoked)]
+    if nxt.empty or pd.isna(nxt["offset"].iloc[0]):
+        return False
+    start, assigned = int(nxt["offset"].iloc[0]), int(nxt["t_ns"].iloc[0])
+    journaled = group[(group["partition"] == p) & (group["event"] == "commit") & group["error"].isna()
+                      & (group["t_ns"] < assigned)]
+    return start > off and (journaled.empty or start > int(journaled["offset"].max()))
 
 
 def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFrame | None = None,

@@ -13,7 +13,7 @@ KILL_MS = 1000
 
 
 def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_revoked_first=False, next_offset=7,
-               c0_late_commit=None):
+               c0_late_commit=None, between=None, c0_early_commit=None):
     """p0 holds v0..v9. c0 holds p0 and journals `c0_reads`; it is killed at 1 s (its auto commit had covered
     7); after its session expired, c1 is assigned p0 with committed offset 7 and reads 7..9."""
     sends = [send(f"v{i}", offset=i, t=i) for i in range(10)]
@@ -25,10 +25,14 @@ def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_r
               fault(KILL_MS + 9000, "heal", "consumer_kill", [], "consumer-kill", consumer="c0", pid=4242,
                     replacement="c0-r1")] if kill else []
     events = [event("c0", 0, "assigned", offset=None)]
+    if c0_early_commit is not None:             # c0's own commit of p0, journaled while it held it
+        events.append(event("c0", 400, "commit", offset=c0_early_commit))
     if c0_revoked_first:
         events.append(event("c0", 500, "revoked"))
     if c0_late_commit is not None:              # c0's own commit of p0 completing after its revocation
         events.append(event("c0", 800, "commit", offset=c0_late_commit))
+    if between is not None:                     # c2 holds p0 after c0's revocation: (start offset, its commit)
+        events += [event("c2", 850, "assigned", offset=between[0]), event("c2", 900, "commit", offset=between[1])]
     events += [event("c1", 11000, "assigned", offset=next_offset), event("c1", 13000, "commit", offset=10),
                event("c0-r1", 10500, "assigned", partition=1, offset=None)]
     run = write_run(tmp_path / name, sends, reads, faults=faults, consumer_mode="subscribe", consumer_commit=commit)
@@ -69,9 +73,27 @@ def test_a_kill_excuses_nothing_below_what_the_killed_member_journaled(tmp_path)
     assert found[5]["classification"] == found[6]["classification"] == "allowed"
 
 
-def test_a_kill_excuses_nothing_in_a_partition_the_killed_member_no_longer_held(tmp_path):
-    code, verdict, _ = checked(killed_run(tmp_path, "revoked", "auto", c0_revoked_first=True))
+def test_a_killed_members_commit_answered_after_the_kill_covers_what_it_never_journaled(tmp_path):
+    # revoked, then killed before its commit's answer was journaled: the next owner starts at an offset no journaled
+    # commit reached, which only the killed last holder can have committed (a real run, groups._lost_commit)
+    code, verdict, rows = checked(killed_run(tmp_path, "revoked", "auto", c0_revoked_first=True))
+    assert code == 0 and verdict["valid"], verdict["violations"]
+    assert {r["classification"] for r in skips(rows).values()} == {"allowed"}
+
+
+def test_a_kill_excuses_nothing_another_member_held_after_the_killed_one(tmp_path):
+    # c2 took p0 after c0's revocation at offset 5, read nothing and committed 7: the skip is c2's, not the kill's
+    code, verdict, _ = checked(killed_run(tmp_path, "held", "auto", c0_revoked_first=True, between=(5, 7)))
     assert code == 1 and verdict["violations"] == {"group_skip": 2}
+
+
+def test_a_kill_excuses_nothing_when_a_journaled_commit_explains_the_next_owners_start(tmp_path):
+    # c0 committed 7 while it held p0, journaled, and lived on for 0.6 s without journaling 5 and 6: no lost commit
+    code, verdict, _ = checked(killed_run(tmp_path, "explained", "auto", c0_revoked_first=True, c0_early_commit=7))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
+    code, verdict, _ = checked(killed_run(tmp_path, "explained-low", "auto", c0_revoked_first=True,
+                                          between=(6, 7)))
+    assert code == 1 and verdict["violations"] == {"group_skip": 1}        # 5 is c0's (lost commit), 6 is c2's
 
 
 def test_a_killed_members_own_commit_completing_after_its_revocation_covers_what_it_never_journaled(tmp_path):
@@ -83,8 +105,10 @@ def test_a_killed_members_own_commit_completing_after_its_revocation_covers_what
 
 
 def test_a_late_commit_below_the_skipped_records_excuses_nothing(tmp_path):
-    code, verdict, _ = checked(killed_run(tmp_path, "late-low", "auto", c0_revoked_first=True, c0_late_commit=6))
-    assert code == 1 and verdict["violations"] == {"group_skip": 1}        # a commit of 6 covers 5, not 6
+    # c0's late commit of 6 covers 5, not 6; c2, after it, started at 6 and committed 7 without reading 6
+    code, verdict, _ = checked(killed_run(tmp_path, "late-low", "auto", c0_revoked_first=True, c0_late_commit=6,
+                                          between=(6, 7)))
+    assert code == 1 and verdict["violations"] == {"group_skip": 1}
 
 
 def test_a_kill_excuses_nothing_when_the_next_owners_starting_offset_is_unknown(tmp_path):
