@@ -32,8 +32,8 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   kill (or had it revoked before, but its own commit of it completed after the revocation and before the kill,
   covering the record, or the next owner started at a committed offset above every commit the history holds: the
   killed member's commit, answered after the kill), the record lies above everything it journaled of that
-  partition since it was assigned it, and below the committed offset the partition's next owner started from. Manual mode commits only after
-  the journal flush, so a skip across a kill stays a violation there.
+  partition since it was assigned it, and below the committed offset the partition's next owner started from.
+  Manual mode commits only after the journal flush, so a skip across a kill stays a violation there.
 - `reread_below_commit` (per read): a consumer read a record again below the offset the group had committed for
   that partition when the partition was assigned to it: a new owner starts at the committed offset (Kafka
   documentation, "Consumer position"), never before it. Same exception.
