@@ -6,11 +6,13 @@ divergent positions, min.insync breaches and consumer gaps. Instance rows are th
 shape of checkers.instances, so they compare row for row with the pandas reference. The exceptions, local checks
 only, where the driver reads the same files and is cheaper than Spark's jobs: it reduces the sends to the
 availability islands (checkers.availability_files), finds the nonmonotonic sends and poll gaps
-(checkers.series_files), and looks up many candidates' sends and reads (checkers.lookup_files) itself.
+(checkers.series_files), picks an anomaly-dense history's rows for the per-value pass (checkers.narrow_files), and
+looks up many candidates' sends and reads (checkers.lookup_files) itself.
 """
 from __future__ import annotations
 
 import logging
+import tempfile
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
@@ -19,7 +21,14 @@ from pathlib import Path
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from kafka_chaos.checkers import availability_files, bucket_files, instances, lookup_files, series_files
+from kafka_chaos.checkers import (
+    availability_files,
+    bucket_files,
+    instances,
+    lookup_files,
+    narrow_files,
+    series_files,
+)
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.reference import Counts
@@ -81,7 +90,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     narrow = rows <= buckets.MAX_ROWS     # else the bucket table itself is too large to bring to the driver
     local = spark.sparkContext.master.startswith("local")       # the driver reads the files the executors read
     gather = rows <= ONE_TASK_ROWS and local                    # queries.one_task
-    with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool:
+    with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool, \
+            tempfile.TemporaryDirectory(prefix="kafka-chaos-narrowed-") as scratch:
         sums_group = f"bucket-sums-{uuid.uuid4().hex}"     # one per pass: a warm session keeps earlier jobs' groups
         # the driver's counts per bucket (integer columns): an anomaly-dense history is seen before the sums are back
         counts = pool.submit(bucket_files.runs_bucket_counts, runs) if gather and narrow else None
@@ -101,6 +111,10 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             nonmono = pool.submit(series_files.runs_nonmonotonic_sends, runs)
         # before the other driver-side jobs: the counts are the first thing an anomaly-dense history's pass waits for
         sums, hashed = _sums_or_counts(spark, sums, counts, sums_group) if narrow else (None, False)
+        # too unclean for the buckets to narrow: the driver picks the pass's rows position by position instead
+        picked = pool.submit(narrow_files.runs_narrowed, runs, {narrow_files.SENDS: SEND_COLUMNS,
+                             narrow_files.READS: READ_COLUMNS}, nonmono, Path(scratch)) \
+            if gather and narrow and not hashed else None
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather, runs)
         # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
         # Last of the first batch: numpy's pass holds the GIL for long stretches, and submitted first it kept
@@ -112,7 +126,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             send_summary.result()
         unplaced = divergent.runs_without_positions(send_summary)
         found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if narrow else None,
-                                                    nonmono.result(), unplaced, rows, hashed)
+                                                    nonmono.result(), unplaced, rows, hashed,
+                                                    picked.result() if picked is not None else None)
         amb = divergent.split_ambiguous(found)
         try:
             # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
@@ -167,11 +182,13 @@ def _sums_or_counts(spark: SparkSession, sums: Future, counts: Future | None, gr
 
 
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
-               nonmono: pd.DataFrame, unplaced: set[int], rows: int, hashed: bool = True):
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int, hashed: bool = True,
+               picked: tuple[dict[str, Path], int] | None = None):
     """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
-    on: those of the unclean buckets (checkers.spark.buckets, persisted), or the whole history when there are no
-    bucket sums or most buckets are unclean. hashed: False when `sums` are counts only (checkers.bucket_files),
-    which never narrow."""
+    on: those of the unclean buckets (checkers.spark.buckets, persisted), the rows the driver `picked`
+    (checkers.narrow_files: ({run_id: a copy of the run's history holding them}, how many)), or the whole history
+    when there are no bucket sums or most buckets are unclean. hashed: False when `sums` are counts only
+    (checkers.bucket_files), which never narrow."""
     narrowed = False
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
@@ -182,6 +199,10 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         s_src, r_src = s_src.persist(), r_src.persist()
         if not unplaced:          # else every row of those runs too: keep the whole history's count
             rows = int(sums.merge(unclean, on=buckets.KEYS)["n"].sum())
+    elif picked is not None:      # whole values and whole positions: no second pass for values read but not sent
+        s_src, r_src = (load(spark, picked[0], name, columns)
+                        for name, columns in ((narrow_files.SENDS, SEND_COLUMNS), (narrow_files.READS, READ_COLUMNS)))
+        rows = picked[1]
     else:
         s_src, r_src = sends, reads
     mono = q.small_frame(spark, nonmono[["run", "op_id"]], "run int, op_id long")

@@ -32,7 +32,7 @@ def comparable(frame: pd.DataFrame) -> pd.DataFrame:
 
 def random_run(directory, seed: int, sends: int = 3000):
     """Two producer settings, acks 0/1/all, ok/info/fail, sends without a partition, offsets acked twice, reads
-    live and final, some where nothing was acked, rows shuffled."""
+    live and final, some where nothing was acked, values read at two positions, rows shuffled."""
     rng = random.Random(seed)
     rows, reads, next_offset = [], [], {}
     for i in range(sends):
@@ -48,6 +48,8 @@ def random_run(directory, seed: int, sends: int = 3000):
             reads.append(read(f"v{i}", partition=p, offset=off))
         if rng.random() < 0.5:
             reads.append(read(f"v{i}", partition=p, offset=off if placed else off + 100, consumer="c1"))
+        if rng.random() < 0.01:        # read elsewhere too: a duplicate
+            reads.append(read(f"v{i}", partition=(p + 1) % 3, offset=off + 7, consumer="c1"))
     reads.append(read("stray", partition=1, offset=10**6, consumer="c2"))
     rng.shuffle(rows)
     rng.shuffle(reads)

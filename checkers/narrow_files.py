@@ -1,0 +1,124 @@
+"""The rows an anomaly-dense local check's per-value pass needs, picked on the driver position by position.
+
+The per-value pass (checkers.spark.hub) decides each value from all of its rows. Most values of any history are
+plainly clean: one send, acked at (p, o), read there by the final drain (and maybe a live consumer), read nowhere
+else; every per-value predicate is false for them (the same test checkers.spark.buckets applies to a whole offset
+bucket). Spark's bucket sums narrow the pass to the unclean buckets, but on an anomaly-dense history (bench `heavy`:
+timed-out sends that landed, spread evenly) no bucket is clean, and the pass ran on all 25M rows of a 10M-send
+history: 18-21 CPU-s, the check's largest cost.
+
+Here the same test is made per position, in numpy, from the files a local check's driver can read: a position is
+clean when exactly one send was acked there, every read there is of that send's value (compared as strings, the
+read against the acked send's value) and the final drain read it there. A send is left out of the pass when its
+position is clean, it is not a nonmonotonic send, and its value is read at no unclean position (else the value is
+read elsewhere too: a duplicate, and every row of it goes in). A read is left out when its position is clean. What
+remains holds every row of each value it holds (the pass needs whole values) and every read at each position it
+holds (the divergent positions' look-ups need whole positions): heavy's 25M rows become ~4M.
+
+The rows kept are written, all their columns, to a temporary Parquet copy of each run's history that Spark reads
+in place of the original. Local checks up to `anomalies.ONE_TASK_ROWS` only: the files are read whole.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kafka_chaos.checkers.spark.queries import ACKED, OUTCOMES
+
+SENDS, READS = "sends.parquet", "reads.parquet"
+MAX_SPAN = 1 << 26      # position cells at most in a dense table (per run): else a sort numbers the positions
+
+
+def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], nonmonotonic: Future,
+                  into: Path) -> tuple[dict[str, Path], int]:
+    """Per run, into/<index>/history/{sends,reads}.parquet: the rows of `narrowed`, with the `columns` ({file:
+    {column: Spark type}}) Spark loads. Returns ({run_id: that directory}, rows kept). nonmonotonic: a Future of
+    (run, op_id, ...) rows, `run` the run's index: waited for only once the rest is decided."""
+    out, kept = {}, 0
+    for i, (run_id, run_dir) in enumerate(runs.items()):
+        sends = pq.read_table(Path(run_dir) / "history" / SENDS, columns=list(columns[SENDS]))
+        reads = pq.read_table(Path(run_dir) / "history" / READS, columns=list(columns[READS]))
+
+        def ops(run: int = i) -> np.ndarray:
+            frame: pd.DataFrame = nonmonotonic.result()
+            return frame.loc[frame["run"] == run, "op_id"].to_numpy("int64")
+        keep_s, keep_r = narrowed(sends, reads, ops)
+        history = into / str(i) / "history"
+        history.mkdir(parents=True)
+        pq.write_table(sends.filter(keep_s), history / SENDS, compression="none")
+        pq.write_table(reads.filter(keep_r), history / READS, compression="none")
+        kept += int(keep_s.sum()) + int(keep_r.sum())
+        out[run_id] = into / str(i)
+    return out, kept
+
+
+def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray, np.ndarray]:
+    """(sends kept, reads kept) as boolean masks: every row except a plainly clean value's. nonmonotonic: a
+    function giving the nonmonotonic sends' op_ids."""
+    acked = _acked(sends)
+    cell_s, cell_r, cells = _cells(sends, reads, acked)
+    at = np.flatnonzero(acked)
+    clean = np.bincount(cell_s[at], minlength=cells) == 1           # one send acked at the position
+    owner = np.full(cells, -1, np.int64)
+    owner[cell_s[at]] = at
+    own = owner[cell_r]
+    matched = own >= 0
+    sent_values = sends["value"].combine_chunks()
+    read_values = reads["value"].combine_chunks()
+    if matched.any():
+        same = pc.equal(read_values.filter(pa.array(matched)), sent_values.take(pa.array(own[matched])))
+        matched[matched] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    clean[cell_r[~matched]] = False                                   # a read of another value, or where none was acked
+    final = pc.equal(pc.fill_null(reads["phase"], ""), "final").to_numpy(zero_copy_only=False)
+    drained = np.zeros(cells, bool)
+    drained[cell_r[matched & final]] = True
+    clean &= drained                                                  # the final drain read it there
+    op_ids = pc.fill_null(sends["op_id"], -1).to_numpy()
+    clean[cell_s[at[np.isin(op_ids[at], nonmonotonic())]]] = False
+    quiet = at[clean[cell_s[at]]]                                     # sends acked at a clean position
+    elsewhere = ~clean[cell_r]
+    if len(quiet) and elsewhere.any():      # ...whose value was also read at an unclean one: the whole value goes in
+        again = pc.is_in(sent_values.take(pa.array(quiet)), value_set=read_values.filter(pa.array(elsewhere)))
+        clean[cell_s[quiet[pc.fill_null(again, False).to_numpy(zero_copy_only=False)]]] = False
+    keep_s = np.ones(len(cell_s), bool)
+    keep_s[at] = ~clean[cell_s[at]]
+    return keep_s, ~clean[cell_r]
+
+
+def _acked(sends: pa.Table) -> np.ndarray:
+    """Sends acked (outcome ok, acks 1 or all) at a position: the only sends a clean position can hold."""
+    ok = pc.equal(pc.fill_null(sends["outcome"], ""), OUTCOMES[0])
+    level = pc.is_in(pc.fill_null(sends["acks"], ""), value_set=pa.array(list(ACKED)))
+    placed = pc.and_(pc.is_valid(sends["partition"]), pc.greater_equal(pc.fill_null(sends["offset"], -1), 0))
+    return pc.and_(pc.and_(ok, level), placed).to_numpy(zero_copy_only=False)
+
+
+def _cells(sends: pa.Table, reads: pa.Table, acked: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """A number per position (partition, offset) for the acked sends (-1 for any other send) and the reads, and
+    how many numbers: (partition - least) * width + offset where that table is small, else the positions' rank."""
+    sp = pc.fill_null(sends["partition"], 0).to_numpy().astype(np.int64)[acked]
+    so = pc.fill_null(sends["offset"], 0).to_numpy()[acked]
+    rp = reads["partition"].to_numpy().astype(np.int64)      # validated: every read has a position
+    ro = reads["offset"].to_numpy()
+    cell_s = np.full(len(acked), -1, np.int64)
+    if not len(rp) and not len(sp):
+        return cell_s, np.zeros(0, np.int64), 0
+    p = np.concatenate([sp, rp])
+    o = np.concatenate([so, ro])
+    low, width = int(p.min()), int(o.max()) + 1
+    span = (int(p.max()) - low + 1) * width
+    if o.min() >= 0 and span <= MAX_SPAN:
+        cell = (p - low) * width + o
+        cells = span
+    else:
+        _, cell = np.unique(np.stack([p, o]), axis=1, return_inverse=True)
+        cell = cell.reshape(-1)
+        cells = int(cell.max()) + 1
+    cell_s[acked] = cell[:len(sp)]
+    return cell_s, cell[len(sp):], cells
