@@ -1,18 +1,12 @@
-"""The bucket sums' counts read straight from a local check's history files, in numpy: to see, before Spark's bucket
-sums are back, that a history is too unclean for them to narrow anything.
+"""The bucket sums' counts read straight from a local check's history files, in numpy: what a local check takes
+from the buckets, now that it picks the per-value pass's rows position by position (checkers.narrow_files).
 
 checkers.spark.buckets sums, per offset bucket, the acked sends and the reads (counts, hashes of (value, offset), a
-mask of the acked offsets), and the per-value pass then runs on the unclean buckets alone. On an anomaly-dense
-history (bench `heavy`: 5% of its records timed-out sends that landed and were read, 1% of acked writes lost, spread
-evenly) almost every bucket is unclean, the pass runs on every row anyway, and the sums only delayed it: their job
-was the first ~7 s of a 10M check, the pass's ~10 s came after.
-
-A bucket whose counts disagree (the drain read more or fewer records than were acked there, an offset was acked
-twice) is unclean whatever the hashes say. So counts alone give a lower bound of the unclean buckets, from integer
-and dictionary columns only: ~1 CPU-s on 10M sends. Where that bound already rules narrowing out (buckets.narrows),
-the pass starts on the whole history at once and these rows stand in for the sums. They are `bucket_sums`' rows (run,
-partition, bucket, kind, code, n, mask) with the hashes lo and hi at 0: judged with them a bucket is unclean by its
-counts alone, and only the narrowing, which such a history does not get, needs more.
+mask of the acked offsets), and on a cluster the per-value pass then runs on the unclean buckets alone. A local
+check needs the sums for the rest only: the sends' and reads' summaries, the acked offsets' masks and the crowded
+buckets (an offset acked twice). Those come from counts alone, integer and dictionary columns: ~1 CPU-s on 10M
+sends, where Spark's sums took 12-15. These are `bucket_sums`' rows (run, partition, bucket, kind, code, n, mask)
+with the hashes lo and hi at 0: judged with them a bucket is unclean by its counts alone, which nothing narrows by.
 """
 from __future__ import annotations
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -44,7 +43,6 @@ from kafka_chaos.checkers.spark.collect import (
     shuffle_partitions,
     sql_conf,
     to_pandas,
-    wait_for_group,
 )
 
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000     # ~100-200 MB of shuffled rows per task in the value exchange
@@ -92,29 +90,22 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     gather = rows <= ONE_TASK_ROWS and local                    # queries.one_task
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool, \
             tempfile.TemporaryDirectory(prefix="kafka-chaos-narrowed-") as scratch:
-        sums_group = f"bucket-sums-{uuid.uuid4().hex}"     # one per pass: a warm session keeps earlier jobs' groups
-        # the driver's counts per bucket (integer columns): an anomaly-dense history is seen before the sums are back
-        counts = pool.submit(bucket_files.runs_bucket_counts, runs) if gather and narrow else None
-        sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL, sums_group) \
-            if narrow else None
-        nonmono = None if gather else \
-            pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
-        send_summary = None if narrow else pool.submit(_sends_summary, q.one_task(sends, gather))
-        read_summary = None if narrow else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
-        if gather and narrow:
-            # The poll-gap window is one long task (one_task). Submitted before the bucket sums (it plans faster), it
-            # took the core their five scan tasks then waited for, and the per-value pass after them; behind them,
-            # it runs beside the driver's judging and that pass instead. 10M file, alternating (2026-11-27): `check`
-            # 20.8-21.4 s against 22.3-24.0 s, 6 pairs; the pass's last task ends at 15.4 s of jobs instead of 16.0.
-            wait_for_group(spark, sums_group, sums)
-        if gather:      # the driver reads the files itself (series_files): ~2 CPU-s of numpy for Spark's ~9
+        if gather:
+            # The driver reads the files itself: it picks the per-value pass's rows position by position
+            # (narrow_files: ~4 CPU-s of numpy on 10M sends, where Spark's bucket sums took 12-15 and narrowed only
+            # to whole buckets, none of them on an anomaly-dense history), counts the buckets for the summaries and
+            # the crowded offsets (bucket_files) and finds the nonmonotonic sends (series_files: ~2 CPU-s for ~9).
             nonmono = pool.submit(series_files.runs_nonmonotonic_sends, runs)
-        # before the other driver-side jobs: the counts are the first thing an anomaly-dense history's pass waits for
-        sums, hashed = _sums_or_counts(spark, sums, counts, sums_group) if narrow else (None, False)
-        # too unclean for the buckets to narrow: the driver picks the pass's rows position by position instead
-        picked = pool.submit(narrow_files.runs_narrowed, runs, {narrow_files.SENDS: SEND_COLUMNS,
-                             narrow_files.READS: READ_COLUMNS}, nonmono, Path(scratch)) \
-            if gather and narrow and not hashed else None
+            picked = pool.submit(narrow_files.runs_narrowed, runs, {narrow_files.SENDS: SEND_COLUMNS,
+                                 narrow_files.READS: READ_COLUMNS}, nonmono, Path(scratch))
+            sums = pool.submit(bucket_files.runs_bucket_counts, runs)
+        else:
+            picked = None
+            sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) \
+                if narrow else None
+            nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
+        send_summary = None if sums is not None else pool.submit(_sends_summary, q.one_task(sends, gather))
+        read_summary = None if sums is not None else pool.submit(to_pandas, q.reads_summary(reads), "reads summary")
         poll_skips = pool.submit(_poll_skip_rows, spark, reads, gather, runs)
         # a reduction to a row per 100 ms bucket: locally numpy does it with a fraction of the CPU (availability_files)
         # Last of the first batch: numpy's pass holds the GIL for long stretches, and submitted first it kept
@@ -122,11 +113,11 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         avail = pool.submit(availability_files.runs_islands, runs) if local else \
             pool.submit(to_pandas, q.availability_buckets(sends, BUCKET_NS, NEVER), "availability buckets")
         breaches = pool.submit(_breaching, spark, sends, run_ids, breach_windows)
-        send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if narrow else \
+        send_summary = _named_summary(sends, buckets.sends_summary(sums.result())) if sums is not None else \
             send_summary.result()
         unplaced = divergent.runs_without_positions(send_summary)
-        found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if narrow else None,
-                                                    nonmono.result(), unplaced, rows, hashed,
+        found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if sums is not None else None,
+                                                    nonmono.result(), unplaced, rows,
                                                     picked.result() if picked is not None else None)
         amb = divergent.split_ambiguous(found)
         try:
@@ -135,7 +126,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             files = runs if gather else None        # the driver reads the files itself (lookup_files)
             sent = pool.submit(_send_details, spark, s_src, found, files)
             known = divergent.known_positions(found, amb, doubles, unplaced,
-                                              partial(buckets.acked_at, sums.result()) if narrow else None)
+                                              partial(buckets.acked_at, sums.result()) if sums is not None else None)
             there = pool.submit(_reads_at, spark, r_src, known, files)
             amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
             per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
@@ -152,7 +143,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         finally:
             for frame in (s_src, r_src):
                 frame.unpersist()
-        read_summary = buckets.reads_summary(sums.result()) if narrow else read_summary.result()
+        read_summary = buckets.reads_summary(sums.result()) if sums is not None else read_summary.result()
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
     if when_done is not None:
@@ -168,32 +159,19 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                     idempotent=idempotent)
 
 
-def _sums_or_counts(spark: SparkSession, sums: Future, counts: Future | None, group: str) -> tuple[Future, bool]:
-    """The bucket sums, and True; or, where the driver's counts alone already show more unclean buckets than
-    narrowing takes (checkers.bucket_files), those counts in their place, and False: Spark's sums job is cancelled
-    and the per-value pass starts at once on the whole history."""
-    if counts is None or not buckets.too_unclean(counts.result()):
-        return sums, True
-    spark.sparkContext.cancelJobGroup(group)
-    log.debug("bucket counts: most buckets unclean, the per-value pass runs on every row without the bucket sums")
-    done: Future = Future()
-    done.set_result(counts.result())
-    return done, False
-
-
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
-               nonmono: pd.DataFrame, unplaced: set[int], rows: int, hashed: bool = True,
+               nonmono: pd.DataFrame, unplaced: set[int], rows: int,
                picked: tuple[dict[str, Path], int] | None = None):
     """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
-    on: those of the unclean buckets (checkers.spark.buckets, persisted), the rows the driver `picked`
-    (checkers.narrow_files: ({run_id: a copy of the run's history holding them}, how many)), or the whole history
-    when there are no bucket sums or most buckets are unclean. hashed: False when `sums` are counts only
-    (checkers.bucket_files), which never narrow."""
+    on: the rows the driver `picked` (checkers.narrow_files: ({run_id: a copy of the run's history holding them},
+    how many); `sums` are then its bucket counts, checkers.bucket_files), those of the unclean buckets
+    (checkers.spark.buckets, persisted), or the whole history when there are no bucket sums or most buckets are
+    unclean."""
     narrowed = False
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
         unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
-        narrowed = hashed and buckets.narrows(sums, unclean, total, unplaced)
+        narrowed = picked is None and buckets.narrows(sums, unclean, total, unplaced)
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
         s_src, r_src = s_src.persist(), r_src.persist()

@@ -171,13 +171,6 @@ def narrows(sums: pd.DataFrame, unclean: pd.DataFrame, total: int, everything: s
     return inside + always <= MAX_NARROWED_ROWS * int(n.sum())
 
 
-def too_unclean(sums: pd.DataFrame) -> bool:
-    """Whether these bucket sums rule narrowing out (`narrows`): the whole history goes through the per-value
-    pass."""
-    unclean, _, total = judge_buckets(sums)
-    return not narrows(sums, unclean, total)
-
-
 def reads_summary(sums: pd.DataFrame) -> pd.DataFrame:
     """queries.reads_summary's counts from `bucket_sums`, which sums every read: (run, phase, partition,
     count), phase "final" or "live" (any other phase counts as live: only the drain's reads are told apart)."""

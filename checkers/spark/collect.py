@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
-from concurrent.futures import Future
 from pathlib import Path
 
 import pandas as pd
@@ -74,29 +72,18 @@ def sql_conf(spark: SparkSession, settings: dict[str, str]):
                 spark.conf.set(k, v)
 
 
-def to_pandas(df: DataFrame, label: str | None = None, pool: str | None = None,
-              group: str | None = None) -> pd.DataFrame:
+def to_pandas(df: DataFrame, label: str | None = None, pool: str | None = None) -> pd.DataFrame:
     """Collect through Arrow keeping nullable integers exact (toPandas would turn them into float64).
 
     label: the job's description (Spark's UI and event log name its jobs by it; bench/spark_profile.py sums
-    executor time per label). pool: the fair scheduler pool (CRITICAL for the longest chain, else "default").
-    group: a job group another thread can wait for (`wait_for_group`). The properties are the calling thread's
-    own, so they are set on every call.
+    executor time per label). pool: the fair scheduler pool (CRITICAL for the longest chain, else "default"). The
+    properties are the calling thread's own, so they are set on every call.
     """
     sc = df.sparkSession.sparkContext
     if label:
         sc.setLocalProperty("spark.job.description", label)
     sc.setLocalProperty("spark.scheduler.pool", pool or "default")
-    sc.setLocalProperty("spark.jobGroup.id", group)     # None: none (the pool's threads are reused)
     return df.toArrow().to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get)
-
-
-def wait_for_group(spark: SparkSession, group: str, until: Future, timeout_s: float = 30.0) -> None:
-    """Return once Spark has a job of `group` (see `to_pandas`), or `until` is done, or after `timeout_s`: so a job
-    submitted next queues behind that one's tasks instead of taking a core before it (anomalies)."""
-    tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + timeout_s
-    while not until.done() and time.monotonic() < deadline and not tracker.getJobIdsForGroup(group):
-        time.sleep(0.01)
 
 
 def instance_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:

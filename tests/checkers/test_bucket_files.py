@@ -1,5 +1,6 @@
-"""The driver's bucket counts (checkers.bucket_files) are Spark's bucket sums but for the hashes, and an
-anomaly-dense history they show to be beyond narrowing gets the same instances without Spark's sums."""
+"""The driver's bucket counts (checkers.bucket_files) are Spark's bucket sums but for the hashes, and a local check
+that takes them in place of Spark's sums (with the driver's pick of rows, checkers.narrow_files) gets the same
+instances."""
 from __future__ import annotations
 
 import random
@@ -73,17 +74,18 @@ def test_random_histories_give_the_counts_and_masks_of_sparks_bucket_sums(spark,
 
 
 @pytest.mark.spark
-def test_an_anomaly_dense_history_is_checked_without_sparks_sums_and_gets_the_same_instances(spark, tmp_path,
-                                                                                               monkeypatch):
+def test_a_local_check_of_an_anomaly_dense_history_gets_the_instances_of_sparks_bucket_sums(spark, tmp_path,
+                                                                                            monkeypatch):
     from kafka_chaos.checkers.spark import anomalies
     run = write_synthetic_run(tmp_path / "heavy", sends=20_000, partitions=4, shape=HEAVY)
-    judged = []
-    too_unclean = buckets.too_unclean
-    monkeypatch.setattr(buckets, "too_unclean", lambda sums: judged.append(too_unclean(sums)) or judged[-1])
+    counted = []
+    counts = bucket_files.runs_bucket_counts
+    monkeypatch.setattr(bucket_files, "runs_bucket_counts", lambda runs: counted.append(runs) or counts(runs))
     mine = anomalies.find_anomalies_spark(spark, {"r": run})
-    assert judged == [True]                     # the counts alone showed most buckets unclean
-    monkeypatch.setattr(buckets, "too_unclean", lambda sums: False)         # Spark's sums, as before
+    assert len(counted) == 1                    # the driver's counts, no Spark sums
+    monkeypatch.setattr(anomalies, "ONE_TASK_ROWS", 0)        # Spark's queries, as on a cluster
     theirs = anomalies.find_anomalies_spark(spark, {"r": run})
+    assert len(counted) == 1
     by = ["kind", "run_id", "partition", "offset", "value"]
     assert set(mine.instances["kind"]) >= {"lost", "duplicate", "divergent", "recovered"}
     pd.testing.assert_frame_equal(mine.instances.sort_values(by).reset_index(drop=True),

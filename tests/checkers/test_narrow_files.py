@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_chaos.checkers import narrow_files
-from kafka_chaos.checkers.spark import buckets
 
 from .conftest import read, send, write_run
 from .test_bucket_files import random_run
@@ -101,7 +100,6 @@ def test_positions_too_spread_for_a_table_are_numbered_by_a_sort_with_the_same_p
 def test_the_check_finds_the_same_instances_with_the_pick_as_with_every_row(spark, tmp_path, monkeypatch, seed):
     from kafka_chaos.checkers.spark import anomalies
     runs = {"a": random_run(tmp_path / "a", seed), "b": random_run(tmp_path / "b", seed + 10, sends=500)}
-    monkeypatch.setattr(buckets, "too_unclean", lambda sums: True)       # the driver picks the pass's rows
     picks = []
     pick = narrow_files.runs_narrowed
     monkeypatch.setattr(narrow_files, "runs_narrowed", lambda *a: picks.append(pick(*a)) or picks[-1])

@@ -16,15 +16,19 @@ from tests.checkers.test_anomaly_definitions import CASES
 pytestmark = pytest.mark.spark
 
 
-# The per-value pass runs on the unclean buckets' rows (narrowed) unless most buckets are unclean, or the history
-# is too large for bucket sums: every path must give the reference's rows. Share 1.0 narrows every run, however
-# small, picking the rows by a pushed-down predicate, or ("join") by a join as when there are many unclean ranges;
-# 0.0 narrows only spotless ones; a row limit of 0 takes no bucket sums at all.
-NARROWING = pytest.mark.parametrize("unclean_share", [1.0, "join", 0.0, None],
-                                    ids=["narrowed", "narrowed-by-join", "whole-history", "no-bucket-sums"])
+# A local check's per-value pass runs on the rows the driver picks position by position (checkers.narrow_files).
+# Elsewhere (as on a cluster: ONE_TASK_ROWS 0 here) it runs on the unclean buckets' rows (narrowed) unless most
+# buckets are unclean, or the history is too large for bucket sums: every path must give the reference's rows.
+# Share 1.0 narrows every run, however small, picking the rows by a pushed-down predicate, or ("join") by a join as
+# when there are many unclean ranges; 0.0 narrows only spotless ones; a row limit of 0 takes no bucket sums at all.
+NARROWING = pytest.mark.parametrize("unclean_share", ["picked", 1.0, "join", 0.0, None],
+                                    ids=["picked", "narrowed", "narrowed-by-join", "whole-history", "no-bucket-sums"])
 
 
 def narrowing(monkeypatch, unclean_share):
+    if unclean_share == "picked":
+        return
+    monkeypatch.setattr(anomalies, "ONE_TASK_ROWS", 0)
     if unclean_share is None:
         monkeypatch.setattr(spark_buckets, "MAX_ROWS", 0)
     elif unclean_share == "join":
