@@ -23,6 +23,7 @@ from kafka_chaos.checkers.spark.queries import ACKED_CODES, ACKS, OK, OUTCOMES, 
 
 SEND_COLUMNS = ["partition", "offset", "outcome", "acks", "idempotent"]
 READ_COLUMNS = ["partition", "offset", "phase"]
+DICTIONARIES = ["outcome", "acks", "phase"]     # string columns of a few values, read as dictionaries
 COLUMNS = ["run", "partition", "bucket", "kind", "code", "n", "lo", "hi", "mask"]
 BATCH_ROWS = 1 << 20        # rows per batch read: its arrays are reused from batch to batch, not faulted in anew
 _SHIFT = BUCKET.bit_length() - 1
@@ -30,17 +31,19 @@ assert BUCKET == 1 << _SHIFT, "a bucket is a power of two offsets: a shift and a
 
 
 def runs_bucket_counts(runs: dict[str, Path]) -> pd.DataFrame:
-    """`bucket_counts` of every run, `run` its index in `runs`."""
-    return pd.concat([bucket_counts(Path(d) / "history" / "sends.parquet", Path(d) / "history" / "reads.parquet")
+    """`bucket_counts` of every run, `run` its index in `runs`, read from its files."""
+    return pd.concat([bucket_counts(_batches(Path(d) / "history" / "sends.parquet", SEND_COLUMNS, DICTIONARIES),
+                                    _batches(Path(d) / "history" / "reads.parquet", READ_COLUMNS, DICTIONARIES))
                       .assign(run=i) for i, d in enumerate(runs.values())], ignore_index=True)[COLUMNS]
 
 
-def bucket_counts(sends_path: Path, reads_path: Path) -> pd.DataFrame:
-    """buckets.bucket_sums' rows of one run (without `run`), the hashes lo and hi at 0. Each batch is reduced to
-    its cells, and the cells of every batch once more (a bucket may straddle two batches)."""
+def bucket_counts(send_batches, read_batches) -> pd.DataFrame:
+    """buckets.bucket_sums' rows of one run (without `run`), the hashes lo and hi at 0, from its sends' and reads'
+    record batches (outcome, acks and phase read as dictionaries: DICTIONARIES). Each batch is reduced to its cells,
+    and the cells of every batch once more (a bucket may straddle two batches)."""
     sent, unplaced = [], []
-    for batch in _batches(sends_path, SEND_COLUMNS, ["outcome", "acks"]):
-        outcome, acks = _codes(batch["outcome"], OUTCOMES), _codes(batch["acks"], ACKS)
+    for batch in send_batches:
+        outcome, acks = dictionary_codes(batch["outcome"], OUTCOMES), dictionary_codes(batch["acks"], ACKS)
         idempotent = pc.fill_null(pc.cast(batch["idempotent"], pa.int8()), 2).to_numpy()
         code = (outcome * (len(ACKS) + 1) + acks) * SUMMARY_STRIDE + idempotent
         p, o, valid = _position(batch)
@@ -54,8 +57,8 @@ def bucket_counts(sends_path: Path, reads_path: Path) -> pd.DataFrame:
     parts = [(np.full(len(n), UNPLACED), codes, n, None, None, None),
              (np.full(len(sn), SEND), scode, sn, sp, sb, smask)]
     read = []
-    for batch in _batches(reads_path, READ_COLUMNS, ["phase"]):     # validated: every read has a position and phase
-        kind = np.where(_codes(batch["phase"], ("final",)) == 0, FINAL, LIVE)     # any other phase is live
+    for batch in read_batches:      # validated: every read has a position and phase
+        kind = np.where(dictionary_codes(batch["phase"], ("final",)) == 0, FINAL, LIVE)     # any other phase is live
         read.append(_cells((batch["partition"].to_numpy().astype(np.int64), batch["offset"].to_numpy() >> _SHIFT,
                             kind)))
     rp, rb, rk, rn, _ = _cells(*_joined(read))
@@ -64,7 +67,8 @@ def bucket_counts(sends_path: Path, reads_path: Path) -> pd.DataFrame:
 
 
 def _batches(path: Path, columns: list[str], dictionaries: list[str]):
-    return pq.ParquetFile(path, read_dictionary=dictionaries).iter_batches(batch_size=BATCH_ROWS, columns=columns)
+    return pq.ParquetFile(path, read_dictionary=[c for c in dictionaries if c in columns]) \
+        .iter_batches(batch_size=BATCH_ROWS, columns=columns)
 
 
 def _none() -> np.ndarray:
@@ -94,7 +98,7 @@ def _frame(parts: list[tuple]) -> pd.DataFrame:
                          "mask": column(5, "Int64")})
 
 
-def _codes(column: pa.Array, names: tuple[str, ...]) -> np.ndarray:
+def dictionary_codes(column: pa.Array, names: tuple[str, ...]) -> np.ndarray:
     """Per row of a dictionary column, the index of its string in `names`; len(names) for any other string or none
     (queries._index_of)."""
     lookup = pc.fill_null(pc.index_in(column.dictionary, value_set=pa.array(names)), len(names)).to_numpy()

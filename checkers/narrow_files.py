@@ -22,7 +22,8 @@ The same values unique in a run that the bucket sums rely on are relied on here 
 """
 from __future__ import annotations
 
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,33 +32,48 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checkers.spark.queries import ACKED, OUTCOMES
+from kafka_chaos.checkers import bucket_files
+from kafka_chaos.checkers.spark.queries import ACKED, ACKS, OK, OUTCOMES
 
 SENDS, READS = "sends.parquet", "reads.parquet"
 MAX_SPAN = 1 << 26      # position cells at most in a dense table (per run): else a sort numbers the positions
 
 
-def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], nonmonotonic: Future,
-                  into: Path) -> tuple[dict[str, Path], int]:
-    """Per run, into/<index>/history/{sends,reads}.parquet: the rows of `narrowed`, with the `columns` ({file:
-    {column: Spark type}}) Spark loads. Returns ({run_id: that directory}, rows kept). nonmonotonic: a Future of
-    (run, op_id, ...) rows, `run` the run's index: waited for only once the rest is decided."""
-    out, kept = {}, 0
-    for i, (run_id, run_dir) in enumerate(runs.items()):
-        sends = pq.read_table(Path(run_dir) / "history" / SENDS, columns=list(columns[SENDS]))
-        reads = pq.read_table(Path(run_dir) / "history" / READS, columns=list(columns[READS]))
+@dataclass(frozen=True)
+class Picked:
+    """What `runs_narrowed` gives the per-value pass."""
 
-        def ops(run: int = i) -> np.ndarray:
-            frame: pd.DataFrame = nonmonotonic.result()
-            return frame.loc[frame["run"] == run, "op_id"].to_numpy("int64")
-        keep_s, keep_r = narrowed(sends, reads, ops)
-        history = into / str(i) / "history"
-        history.mkdir(parents=True)
-        pq.write_table(sends.filter(keep_s), history / SENDS, compression="none")
-        pq.write_table(reads.filter(keep_r), history / READS, compression="none")
-        kept += int(keep_s.sum()) + int(keep_r.sum())
-        out[run_id] = into / str(i)
-    return out, kept
+    dirs: dict[str, Path]       # run_id -> a copy of the run's results directory holding the rows kept
+    rows: int                   # how many rows were kept (sends and reads)
+    counts: pd.DataFrame        # bucket_files.runs_bucket_counts' rows, from the same read of the files
+
+
+def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], nonmonotonic: Future,
+                  into: Path) -> Picked:
+    """Per run, into/<index>/history/{sends,reads}.parquet: the rows of `narrowed`, with the `columns` ({file:
+    {column: Spark type}}) Spark loads; and the bucket counts, from the same read. nonmonotonic: a Future of (run,
+    op_id, ...) rows, `run` the run's index: waited for only once the rest is decided."""
+    dirs, kept, counts = {}, 0, []
+    with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
+        for i, (run_id, run_dir) in enumerate(runs.items()):
+            sends, reads = (pq.read_table(Path(run_dir) / "history" / name, columns=list(columns[name]),
+                                          read_dictionary=[c for c in bucket_files.DICTIONARIES if c in columns[name]])
+                            for name in (SENDS, READS))
+            counting = side.submit(bucket_files.bucket_counts, sends.to_batches(), reads.to_batches())
+
+            def ops(run: int = i) -> np.ndarray:
+                frame: pd.DataFrame = nonmonotonic.result()
+                return frame.loc[frame["run"] == run, "op_id"].to_numpy("int64")
+            keep_s, keep_r = narrowed(sends, reads, ops)
+            history = into / str(i) / "history"
+            history.mkdir(parents=True)
+            written = side.submit(pq.write_table, sends.filter(keep_s), history / SENDS, compression="none")
+            pq.write_table(reads.filter(keep_r), history / READS, compression="none")
+            written.result()
+            counts.append(counting.result().assign(run=i))
+            kept += int(keep_s.sum()) + int(keep_r.sum())
+            dirs[run_id] = into / str(i)
+    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS])
 
 
 def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +93,7 @@ def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray
         same = pc.equal(read_values.filter(pa.array(matched)), sent_values.take(pa.array(own[matched])))
         matched[matched] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
     clean[cell_r[~matched]] = False                                   # a read of another value, or where none was acked
-    final = pc.equal(pc.fill_null(reads["phase"], ""), "final").to_numpy(zero_copy_only=False)
+    final = _codes(reads["phase"], ("final",)) == 0
     drained = np.zeros(cells, bool)
     drained[cell_r[matched & final]] = True
     clean &= drained                                                  # the final drain read it there
@@ -95,10 +111,17 @@ def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray
 
 def _acked(sends: pa.Table) -> np.ndarray:
     """Sends acked (outcome ok, acks 1 or all) at a position: the only sends a clean position can hold."""
-    ok = pc.equal(pc.fill_null(sends["outcome"], ""), OUTCOMES[0])
-    level = pc.is_in(pc.fill_null(sends["acks"], ""), value_set=pa.array(list(ACKED)))
+    level = np.isin(_codes(sends["acks"], ACKS), [ACKS.index(a) for a in ACKED])
     placed = pc.and_(pc.is_valid(sends["partition"]), pc.greater_equal(pc.fill_null(sends["offset"], -1), 0))
-    return pc.and_(pc.and_(ok, level), placed).to_numpy(zero_copy_only=False)
+    return (_codes(sends["outcome"], OUTCOMES) == OK) & level & placed.to_numpy(zero_copy_only=False)
+
+
+def _codes(column: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
+    """bucket_files.dictionary_codes of a dictionary column's chunks, or of a plain string column's."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    chunks = [bucket_files.dictionary_codes(chunk, names) for chunk in column.chunks]
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
 
 
 def _cells(sends: pa.Table, reads: pa.Table, acked: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

@@ -22,7 +22,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafka_chaos.checkers import (
     availability_files,
-    bucket_files,
     instances,
     lookup_files,
     narrow_files,
@@ -94,11 +93,12 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             # The driver reads the files itself: it picks the per-value pass's rows position by position
             # (narrow_files: ~4 CPU-s of numpy on 10M sends, where Spark's bucket sums took 12-15 and narrowed only
             # to whole buckets, none of them on an anomaly-dense history), counts the buckets for the summaries and
-            # the crowded offsets (bucket_files) and finds the nonmonotonic sends (series_files: ~2 CPU-s for ~9).
+            # the crowded offsets from the same read (bucket_files) and finds the nonmonotonic sends (series_files:
+            # ~2 CPU-s for Spark's ~9).
             nonmono = pool.submit(series_files.runs_nonmonotonic_sends, runs)
             picked = pool.submit(narrow_files.runs_narrowed, runs, {narrow_files.SENDS: SEND_COLUMNS,
                                  narrow_files.READS: READ_COLUMNS}, nonmono, Path(scratch))
-            sums = pool.submit(bucket_files.runs_bucket_counts, runs)
+            sums = pool.submit(lambda: picked.result().counts)
         else:
             picked = None
             sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) \
@@ -161,10 +161,10 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
 
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
                nonmono: pd.DataFrame, unplaced: set[int], rows: int,
-               picked: tuple[dict[str, Path], int] | None = None):
+               picked: narrow_files.Picked | None = None):
     """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
-    on: the rows the driver `picked` (checkers.narrow_files: ({run_id: a copy of the run's history holding them},
-    how many); `sums` are then its bucket counts, checkers.bucket_files), those of the unclean buckets
+    on: the rows the driver `picked` (checkers.narrow_files; `sums` are then its bucket counts, checkers.bucket_files),
+    those of the unclean buckets
     (checkers.spark.buckets, persisted), or the whole history when there are no bucket sums or most buckets are
     unclean."""
     narrowed = False
@@ -178,9 +178,9 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         if not unplaced:          # else every row of those runs too: keep the whole history's count
             rows = int(sums.merge(unclean, on=buckets.KEYS)["n"].sum())
     elif picked is not None:      # whole values and whole positions: no second pass for values read but not sent
-        s_src, r_src = (load(spark, picked[0], name, columns)
+        s_src, r_src = (load(spark, picked.dirs, name, columns)
                         for name, columns in ((narrow_files.SENDS, SEND_COLUMNS), (narrow_files.READS, READ_COLUMNS)))
-        rows = picked[1]
+        rows = picked.rows
     else:
         s_src, r_src = sends, reads
     mono = q.small_frame(spark, nonmono[["run", "op_id"]], "run int, op_id long")

@@ -79,8 +79,8 @@ def test_a_local_check_of_an_anomaly_dense_history_gets_the_instances_of_sparks_
     from kafka_chaos.checkers.spark import anomalies
     run = write_synthetic_run(tmp_path / "heavy", sends=20_000, partitions=4, shape=HEAVY)
     counted = []
-    counts = bucket_files.runs_bucket_counts
-    monkeypatch.setattr(bucket_files, "runs_bucket_counts", lambda runs: counted.append(runs) or counts(runs))
+    counts = bucket_files.bucket_counts
+    monkeypatch.setattr(bucket_files, "bucket_counts", lambda *a: counted.append(a) or counts(*a))
     mine = anomalies.find_anomalies_spark(spark, {"r": run})
     assert len(counted) == 1                    # the driver's counts, no Spark sums
     monkeypatch.setattr(anomalies, "ONE_TASK_ROWS", 0)        # Spark's queries, as on a cluster

@@ -106,8 +106,9 @@ def test_the_check_finds_the_same_instances_with_the_pick_as_with_every_row(spar
     mine = anomalies.find_anomalies_spark(spark, runs)
     rows = sum(pq.read_metadata(d / "history" / n).num_rows for d in runs.values()
                for n in (narrow_files.SENDS, narrow_files.READS))
-    assert len(picks) == 1 and 0 < picks[0][1] < rows / 2          # most rows were left out
-    monkeypatch.setattr(narrow_files, "runs_narrowed", lambda runs, *a: (dict(runs), rows))    # every row
+    assert len(picks) == 1 and 0 < picks[0].rows < rows / 2          # most rows were left out
+    every_row = narrow_files.Picked(dict(runs), rows, picks[0].counts)
+    monkeypatch.setattr(narrow_files, "runs_narrowed", lambda *a: every_row)
     theirs = anomalies.find_anomalies_spark(spark, runs)
     by = ["kind", "run_id", "partition", "offset", "value"]
     assert len(mine.instances) and {"duplicate", "lost", "divergent"} <= set(mine.instances["kind"])
