@@ -77,9 +77,10 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
 
 
 def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray, np.ndarray]:
-    """(sends kept, reads kept) as boolean masks: every row except a plainly clean value's. nonmonotonic: a
-    function giving the nonmonotonic sends' op_ids."""
-    acked = _acked(sends)
+    """(sends kept, reads kept) as boolean masks: every row except a plainly clean value's, and except the sends no
+    per-value kind can flag unread (not `lost`-able: not ok with acks 1 or all and a partition) that nobody read.
+    nonmonotonic: a function giving the nonmonotonic sends' op_ids."""
+    acked, losable = _acked(sends)
     cell_s, cell_r, cells = _cells(sends, reads, acked)
     at = np.flatnonzero(acked)
     clean = np.bincount(cell_s[at], minlength=cells) == 1           # one send acked at the position
@@ -97,23 +98,34 @@ def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray
     drained = np.zeros(cells, bool)
     drained[cell_r[matched & final]] = True
     clean &= drained                                                  # the final drain read it there
-    op_ids = pc.fill_null(sends["op_id"], -1).to_numpy()
-    clean[cell_s[at[np.isin(op_ids[at], nonmonotonic())]]] = False
+    mono = np.isin(pc.fill_null(sends["op_id"], -1).to_numpy(), nonmonotonic())
+    clean[cell_s[at[mono[at]]]] = False
     quiet = at[clean[cell_s[at]]]                                     # sends acked at a clean position
+    # A value read anywhere but at the position it was acked at is read at an unclean one (a position nobody acked
+    # it at is clean only with its acked value): the sends without an acked position that were read, and those
+    # acked at a clean position read elsewhere too (duplicates, whose positions then go in whole).
+    unread = np.flatnonzero(~acked & ~losable & ~mono)               # kinds only if read
     elsewhere = ~clean[cell_r]
-    if len(quiet) and elsewhere.any():      # ...whose value was also read at an unclean one: the whole value goes in
-        again = pc.is_in(sent_values.take(pa.array(quiet)), value_set=read_values.filter(pa.array(elsewhere)))
-        clean[cell_s[quiet[pc.fill_null(again, False).to_numpy(zero_copy_only=False)]]] = False
+    again = np.zeros(len(quiet) + len(unread), bool)
+    if len(again) and elsewhere.any():
+        found = pc.is_in(sent_values.take(pa.array(np.concatenate([quiet, unread]))),
+                         value_set=read_values.filter(pa.array(elsewhere)))
+        again = pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+    clean[cell_s[quiet[again[:len(quiet)]]]] = False
     keep_s = np.ones(len(cell_s), bool)
     keep_s[at] = ~clean[cell_s[at]]
+    keep_s[unread] = again[len(quiet):]
     return keep_s, ~clean[cell_r]
 
 
-def _acked(sends: pa.Table) -> np.ndarray:
-    """Sends acked (outcome ok, acks 1 or all) at a position: the only sends a clean position can hold."""
+def _acked(sends: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Sends acked (outcome ok, acks 1 or all) at a position: the only sends a clean position can hold; and those
+    `lost` can flag unread (ok, acks 1 or all, a partition: history.kinds)."""
     level = np.isin(_codes(sends["acks"], ACKS), [ACKS.index(a) for a in ACKED])
-    placed = pc.and_(pc.is_valid(sends["partition"]), pc.greater_equal(pc.fill_null(sends["offset"], -1), 0))
-    return (_codes(sends["outcome"], OUTCOMES) == OK) & level & placed.to_numpy(zero_copy_only=False)
+    ok = (_codes(sends["outcome"], OUTCOMES) == OK) & level
+    partition = pc.greater_equal(pc.fill_null(sends["partition"], -1), 0).to_numpy(zero_copy_only=False)
+    offset = pc.greater_equal(pc.fill_null(sends["offset"], -1), 0).to_numpy(zero_copy_only=False)
+    return ok & partition & offset, ok & partition
 
 
 def _codes(column: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:

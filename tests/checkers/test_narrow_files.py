@@ -79,11 +79,14 @@ def test_an_unclean_position_keeps_every_row_there_and_the_values_whole(tmp_path
     assert at == {(r["value"], 0, 1) for r in reads if r["offset"] == 1}      # every read there, nothing else
 
 
-def test_sends_without_an_acked_position_always_go_in(tmp_path):
+def test_a_send_without_an_acked_position_goes_in_when_read_when_it_could_be_lost_or_when_nonmonotonic(tmp_path):
     sends, reads = history(clean("a", 0))
-    sends += [send("i", offset=None, outcome="info"), send("f", partition=None, offset=None, outcome="fail")]
-    reads.append(read("i", offset=3))
-    assert kept(tmp_path, sends, reads) == ({"i", "f"}, {("i", 0, 3)})
+    sends += [send("read", offset=None, outcome="info"), send("unread", offset=None, outcome="info"),
+              send("failed", partition=None, offset=None, outcome="fail"), send("acks0", offset=7, acks="0"),
+              send("no offset", offset=None), send("no partition", partition=None, offset=None, acks="1"),
+              send("mono", offset=None, outcome="info", op_id=99)]
+    reads.append(read("read", offset=3))
+    assert kept(tmp_path, sends, reads, nonmonotonic=[99]) == ({"read", "no offset", "mono"}, {("read", 0, 3)})
 
 
 def test_positions_too_spread_for_a_table_are_numbered_by_a_sort_with_the_same_pick(tmp_path, monkeypatch):
@@ -91,7 +94,7 @@ def test_positions_too_spread_for_a_table_are_numbered_by_a_sort_with_the_same_p
     reads.append(read("b", offset=7))
     sends.append(send("i", offset=None, outcome="info"))
     dense = kept(tmp_path / "dense", sends, reads)
-    assert dense == ({"b", "i"}, {("b", 0, 1), ("b", 0, 7)})
+    assert dense == ({"b"}, {("b", 0, 1), ("b", 0, 7)})          # i: no kind unread
     assert kept(tmp_path / "sorted", sends, reads, span=16, monkeypatch=monkeypatch) == dense
 
 
