@@ -123,7 +123,9 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         try:
             # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
             # which hold the ambiguous values' reads: no scan for those values, whose sends the pass brought.
-            files = runs if gather else None        # the driver reads the files itself (lookup_files)
+            # the driver reads the files itself (lookup_files): the picked copies, which hold every candidate's
+            # send and every read at a position a candidate was read or acked at (narrow_files)
+            files = picked.result().dirs if gather else None
             sent = pool.submit(_send_details, spark, s_src, found, files)
             known = divergent.known_positions(found, amb, doubles, unplaced,
                                               partial(buckets.acked_at, sums.result()) if sums is not None else None)
