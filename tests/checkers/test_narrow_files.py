@@ -118,3 +118,25 @@ def test_the_check_finds_the_same_instances_with_the_pick_as_with_every_row(spar
     pd.testing.assert_frame_equal(mine.instances.sort_values(by).reset_index(drop=True),
                                   theirs.instances.sort_values(by).reset_index(drop=True))
     assert mine.counts == theirs.counts and mine.final_reads == theirs.final_reads
+
+
+def test_runs_are_picked_each_into_its_own_copy_with_the_bucket_counts_of_their_files(tmp_path):
+    from concurrent.futures import Future
+
+    from kafka_chaos.checkers import bucket_files
+    from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS
+
+    runs = {"a": random_run(tmp_path / "a", 5), "b": write_run(tmp_path / "b", *history(clean("x", 0))),
+            "c": write_run(tmp_path / "c", [send("never read", offset=3)], [])}
+    nonmonotonic = Future()
+    nonmonotonic.set_result(pd.DataFrame({"run": [0], "op_id": [7]}))
+    picked = narrow_files.runs_narrowed(runs, {narrow_files.SENDS: SEND_COLUMNS, narrow_files.READS: READ_COLUMNS},
+                                        nonmonotonic, tmp_path / "picked")
+    assert list(picked.dirs) == ["a", "b", "c"]
+    rows = {run_id: [pq.read_metadata(d / "history" / n).num_rows for n in (narrow_files.SENDS, narrow_files.READS)]
+            for run_id, d in picked.dirs.items()}
+    assert rows["b"] == [0, 0] and rows["c"] == [1, 0] and sum(rows["a"]) > 0
+    assert picked.rows == sum(map(sum, rows.values()))
+    assert 7 in pq.read_table(picked.dirs["a"] / "history" / narrow_files.SENDS)["op_id"].to_pylist()
+    assert pq.read_schema(picked.dirs["a"] / "history" / narrow_files.SENDS).names == list(SEND_COLUMNS)
+    pd.testing.assert_frame_equal(picked.counts, bucket_files.runs_bucket_counts(runs))
