@@ -15,7 +15,11 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   throughout. The coordinator validates a commit's member and generation and then replaces the stored offset
   whatever it was (group-coordinator OffsetMetadataManager.commitOffset / updateOffset): it fences stale members,
   not a current member's reordered commits, and librdkafka's background auto commits can complete out of order
-  (seen when the coordinator's broker was killed with commits in flight).
+  (seen when the coordinator's broker was killed with commits in flight). And allowed where the history shows the
+  lower commit stored first: the member that made the higher commit was assigned the partition with the lower
+  commit's offset as its committed offset, before the lower commit's answer arrived (`stored_before_assignment`:
+  a commit on revoke whose answer reached its member after the rebalance; the committed offset a new owner
+  fetches is the stored one, group-coordinator OffsetMetadataManager.fetchOffsets).
 - `group_skip` (per record): a record in the final drain below the highest offset the group read in its partition
   that no consumer of the group ever read. Our consumers journal a record as they receive it, before anything
   commits it (manual: commit after the journal flush; auto: librdkafka stores an offset when it hands the record
@@ -84,6 +88,26 @@ def commits_backwards(group: pd.DataFrame) -> pd.DataFrame:
             by[p] = (c, o, t)
     ok["before_by"], ok["before_t"] = holder, when
     return ok[ok["offset"] < ok["before"]].rename(columns={"t_ns": "t_commit"})
+
+
+def stored_before_assignment(r, group: pd.DataFrame) -> int | None:
+    """When the member that made the higher commit before `r` (commits_backwards' before_by) was last assigned the
+    partition before that commit, if it was assigned it with r's offset as the committed offset, before r's answer
+    arrived, and no other successful commit of that offset was answered before r's: the coordinator had stored r's
+    commit by then (the committed offset a new owner is assigned with is the stored one), before the higher commit,
+    which that owner made after its assignment. The committed offset did not go back; r's answer reached its member
+    late (a commit on revoke, answered after the rebalance it was made in). None otherwise."""
+    p, offset = r["partition"], int(r["offset"])
+    assigned = group[(group["consumer"] == r["before_by"]) & (group["partition"] == p)
+                     & (group["event"] == "assigned") & (group["t_ns"] < r["before_t"])]
+    if assigned.empty:
+        return None
+    last = assigned.sort_values("t_ns", kind="stable").iloc[-1]
+    if pd.isna(last["offset"]) or int(last["offset"]) != offset or not last["t_ns"] < r["t_commit"]:
+        return None
+    same = group[(group["partition"] == p) & (group["event"] == "commit") & group["error"].isna()
+                 & (group["offset"] == offset) & (group["t_ns"] < r["t_commit"])]
+    return None if len(same) else int(last["t_ns"])
 
 
 def own_async_reorder(r, group: pd.DataFrame) -> bool:
@@ -198,6 +222,18 @@ def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFra
                                   "(OffsetMetadataManager.commitOffset / updateOffset), and librdkafka's background "
                                   "auto commits may complete out of order (one sent again after the coordinator "
                                   "moved)"})
+            continue
+        if (stored := stored_before_assignment(r, group)) is not None:
+            out.append({"kind": "commit_backwards", "partition": int(r["partition"]), "offset": int(r["offset"]),
+                        "value": None, "t_read_ns": None, "t_complete_ns": int(r["t_commit"]),
+                        "classification": "allowed",
+                        "reason": f"consumer {r['consumer']}'s commit of offset {int(r['offset'])} of partition "
+                                  f"{int(r['partition'])} was answered {(int(r['t_commit']) - stored) / 1e9:.3f} s "
+                                  f"after consumer {r['before_by']} had been assigned the partition with that offset "
+                                  f"committed, which then committed {int(r['before'])}: the coordinator had stored it "
+                                  "before that assignment (a new owner is assigned the stored offset; no other commit "
+                                  "of that offset was answered before it); allowed: the committed offset did not go "
+                                  "back, the answer reached its member late"})
             continue
         out.append(_instance("commit_backwards", r, model, t_complete=int(r["t_commit"]),
                              what=f"consumer {r['consumer']} committed offset {int(r['offset'])} of partition "

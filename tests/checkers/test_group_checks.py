@@ -73,6 +73,29 @@ def test_a_commit_below_an_earlier_commit_is_a_violation(tmp_path):
     assert row["offset"] == 4 and "after offset 10" in row["reason"] and row["t_complete_ns"] == T + 3000 * MS
 
 
+def late_answer(assigned_with: int = 7, earlier_commit: bool = False):
+    """c0 reads 0..6 and commits 7 on revoke; c1 is assigned the partition with committed `assigned_with`, reads
+    7..9 and commits 10; the answer to c0's commit arrives after c1's."""
+    live = [("c0", o, 100 + o) for o in range(7)] + [("c1", o, 1550 + o) for o in range(7, 10)]
+    events = [event("c0", 0, "assigned"), event("c0", 500, "commit", offset=5), event("c0", 1000, "revoked")]
+    if earlier_commit:
+        events.append(event("c0", 1010, "commit", offset=7))
+    events += [event("c1", 1500, "assigned", offset=assigned_with), event("c1", 1600, "commit", offset=10),
+               event("c0", 1700, "commit", offset=7)]
+    return live, events
+
+
+def test_a_commit_answered_after_the_next_owner_was_assigned_its_offset_is_allowed(tmp_path):
+    code, verdict, rows = checked(group_run(tmp_path, "late", *late_answer()))
+    assert code == 0 and verdict["anomalies"]["commit_backwards"] == 1
+    row = next(r for r in rows if r["kind"] == "commit_backwards")
+    assert row["classification"] == "allowed" and "assigned the partition with that offset" in row["reason"]
+    # not when the next owner started elsewhere, nor when another commit of that offset was answered before it
+    for name, kw in (("elsewhere", {"assigned_with": 5}), ("twice", {"earlier_commit": True})):
+        code, verdict, _ = checked(group_run(tmp_path, name, *late_answer(**kw)))
+        assert code == 1 and verdict["violations"]["commit_backwards"] == 1, name
+
+
 def test_records_below_the_groups_reads_that_no_member_read_are_skipped_for_good(tmp_path):
     live = [("c0", o, 100 + o) for o in (0, 1, 2, 3)] + [("c1", o, 2000 + o) for o in (6, 7, 8)]
     events = [event("c0", 0, "assigned"), event("c0", 500, "commit", offset=4), event("c0", 1000, "revoked"),
