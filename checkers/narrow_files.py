@@ -39,6 +39,8 @@ from kafka_chaos.checkers.spark.queries import ACKED, ACKS, OK, OUTCOMES
 
 SENDS, READS = "sends.parquet", "reads.parquet"
 MAX_SPAN = 1 << 26      # position cells at most in a dense table (per run): else a sort numbers the positions
+MAX_COPIED_SHARE = 0.5  # a run keeping more of its rows is not copied (a run whose sends all had acks=0 keeps every
+                        # read): the pass reads the original files, which then cost no uncompressed copy on disk
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class Picked:
 def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], nonmonotonic: Future,
                   into: Path) -> Picked:
     """Per run, into/<index>/history/{sends,reads}.parquet: the rows of `narrowed`, with the `columns` ({file:
-    {column: Spark type}}) Spark loads; and the bucket counts, from the same read. nonmonotonic: a Future of (run,
+    {column: Spark type}}) Spark loads (the run's own directory where it keeps more than MAX_COPIED_SHARE of its
+    rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run,
     op_id, ...) rows, `run` the run's index: waited for only once the rest is decided."""
     dirs, kept, counts = {}, 0, []
     with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
@@ -67,14 +70,18 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
                 frame: pd.DataFrame = nonmonotonic.result()
                 return frame.loc[frame["run"] == run, "op_id"].to_numpy("int64")
             keep_s, keep_r = narrowed(sends, reads, ops)
-            history = into / str(i) / "history"
-            history.mkdir(parents=True)
-            written = side.submit(pq.write_table, sends.filter(keep_s), history / SENDS, compression="none")
-            pq.write_table(reads.filter(keep_r), history / READS, compression="none")
-            written.result()
+            picked = int(keep_s.sum()) + int(keep_r.sum())
+            if picked > MAX_COPIED_SHARE * (len(keep_s) + len(keep_r)):
+                dirs[run_id], picked = Path(run_dir), len(keep_s) + len(keep_r)      # the pass reads the original
+            else:
+                history = into / str(i) / "history"
+                history.mkdir(parents=True)
+                written = side.submit(pq.write_table, sends.filter(keep_s), history / SENDS, compression="none")
+                pq.write_table(reads.filter(keep_r), history / READS, compression="none")
+                written.result()
+                dirs[run_id] = into / str(i)
             counts.append(counting.result().assign(run=i))
-            kept += int(keep_s.sum()) + int(keep_r.sum())
-            dirs[run_id] = into / str(i)
+            kept += picked
     return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS])
 
 

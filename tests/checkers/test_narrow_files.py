@@ -140,3 +140,19 @@ def test_runs_are_picked_each_into_its_own_copy_with_the_bucket_counts_of_their_
     assert 7 in pq.read_table(picked.dirs["a"] / "history" / narrow_files.SENDS)["op_id"].to_pylist()
     assert pq.read_schema(picked.dirs["a"] / "history" / narrow_files.SENDS).names == list(SEND_COLUMNS)
     pd.testing.assert_frame_equal(picked.counts, bucket_files.runs_bucket_counts(runs))
+
+
+def test_a_run_that_keeps_most_of_its_rows_is_not_copied(tmp_path):
+    from concurrent.futures import Future
+
+    from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS
+
+    unacked = [send(f"u{i}", offset=i, acks="0") for i in range(10)]          # acks=0: no acked position anywhere
+    runs = {"zero": write_run(tmp_path / "zero", unacked, [read(f"u{i}", offset=i) for i in range(10)]),
+            "clean": write_run(tmp_path / "clean", *history(clean("x", 0), clean("y", 1)))}
+    nonmonotonic = Future()
+    nonmonotonic.set_result(pd.DataFrame({"run": [], "op_id": []}))
+    picked = narrow_files.runs_narrowed(runs, {narrow_files.SENDS: SEND_COLUMNS, narrow_files.READS: READ_COLUMNS},
+                                        nonmonotonic, tmp_path / "picked")
+    assert picked.dirs == {"zero": runs["zero"], "clean": tmp_path / "picked" / "1"}
+    assert picked.rows == 20 and not (tmp_path / "picked" / "0").exists()
