@@ -47,7 +47,7 @@ MAX_COPIED_SHARE = 0.5  # a run keeping more of its rows is not copied (a run wh
 class Picked:
     """What `runs_narrowed` gives the per-value pass."""
 
-    dirs: dict[str, Path]       # run_id -> a copy of the run's results directory holding the rows kept
+    dirs: dict[str, Path]       # run_id -> a copy of its results directory holding the rows kept, or its own
     rows: int                   # how many rows were kept (sends and reads)
     counts: pd.DataFrame        # bucket_files.runs_bucket_counts' rows, from the same read of the files
 
@@ -56,8 +56,8 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
                   into: Path) -> Picked:
     """Per run, into/<index>/history/{sends,reads}.parquet: the rows of `narrowed`, with the `columns` ({file:
     {column: Spark type}}) Spark loads (the run's own directory where it keeps more than MAX_COPIED_SHARE of its
-    rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run,
-    op_id, ...) rows, `run` the run's index: waited for only once the rest is decided."""
+    rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run, op_id, ...) rows, `run` the
+    run's index: waited for only once the rest is decided."""
     dirs, kept, counts = {}, 0, []
     with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
         for i, (run_id, run_dir) in enumerate(runs.items()):
