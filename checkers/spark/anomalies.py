@@ -6,7 +6,7 @@ divergent positions, min.insync breaches and consumer gaps. Instance rows are th
 shape of checkers.instances, so they compare row for row with the pandas reference. The exceptions, local checks
 only, where the driver reads the same files and is cheaper than Spark's jobs: it reduces the sends to the
 availability islands (checkers.availability_files), finds the nonmonotonic sends and poll gaps
-(checkers.series_files), picks an anomaly-dense history's rows for the per-value pass (checkers.narrow_files), and
+(checkers.series_files), picks the per-value pass's rows position by position (checkers.narrow_files), and
 looks up many candidates' sends and reads (checkers.lookup_files) itself.
 """
 from __future__ import annotations
@@ -166,14 +166,14 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
                picked: narrow_files.Picked | None = None):
     """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
     on: the rows the driver `picked` (checkers.narrow_files; `sums` are then its bucket counts, checkers.bucket_files),
-    those of the unclean buckets
-    (checkers.spark.buckets, persisted), or the whole history when there are no bucket sums or most buckets are
-    unclean."""
+    those of the unclean buckets (checkers.spark.buckets, persisted), or the whole history when there are no bucket
+    sums or most buckets are unclean."""
     narrowed = False
     if sums is not None:
         unclean, crowded, total = buckets.judge_buckets(sums)
-        unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
-        narrowed = picked is None and buckets.narrows(sums, unclean, total, unplaced)
+        if picked is None:      # the pick already holds the nonmonotonic sends; only the crowded buckets are wanted
+            unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
+            narrowed = buckets.narrows(sums, unclean, total, unplaced)
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
         s_src, r_src = s_src.persist(), r_src.persist()
