@@ -106,6 +106,14 @@ def dictionary_codes(column: pa.Array, names: tuple[str, ...]) -> np.ndarray:
     return lookup[pc.fill_null(column.indices, len(column.dictionary)).to_numpy()]
 
 
+def column_codes(column: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
+    """`dictionary_codes` of a dictionary column's chunks, or of a plain string column's."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    chunks = [dictionary_codes(chunk, names) for chunk in column.chunks]
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+
+
 def _position(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(partition, offset, both present) per row, a missing number as -1."""
     valid = pc.and_(pc.is_valid(batch["partition"]), pc.is_valid(batch["offset"])).to_numpy(zero_copy_only=False)

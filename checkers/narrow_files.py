@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checkers import bucket_files
+from kafka_chaos.checkers import bucket_files, summary_files
 from kafka_chaos.checkers.spark.queries import ACKED, ACKS, OK, OUTCOMES
 
 SENDS, READS = "sends.parquet", "reads.parquet"
@@ -50,6 +50,26 @@ class Picked:
     dirs: dict[str, Path]       # run_id -> a copy of its results directory holding the rows kept, or its own
     rows: int                   # how many rows were kept (sends and reads)
     counts: pd.DataFrame        # bucket_files.runs_bucket_counts' rows, from the same read of the files
+    sent: dict[int, tuple[np.ndarray, pa.Array]] | None = None    # run index -> the kept sends' op_ids, sorted,
+    # and their values in that order (`with_sent_values`); None when a run was not copied (its kept sends are
+    # near all of its sends: not held beside the pass)
+    summaries: dict[str, Path] | None = None     # run_id -> a directory whose history/ holds summary_files.NAME,
+    # the per-value summary of the rows kept (None: the pass aggregates the rows in Spark)
+
+    def with_sent_values(self, found: pd.DataFrame) -> pd.DataFrame:
+        """`found` (per-value rows: run, op_id, value) with `value` filled in from the kept sends wherever op_id
+        is set: the pass then brings back only the values nobody sent (hub.candidates_fast's `sent_values`).
+        Strings are the dearest column to bring back from a cold JVM through Arrow: heavy's 584k candidate rows
+        came back 1-1.5 s sooner without them (2026-11-29)."""
+        value = found["value"].to_numpy(dtype=object, copy=True)
+        runs, ops = found["run"].to_numpy("int64"), found["op_id"].to_numpy("int64", na_value=-1)
+        for run, (sorted_ops, values) in (self.sent or {}).items():
+            rows = np.flatnonzero((runs == run) & (ops >= 0))
+            at = np.searchsorted(sorted_ops, ops[rows])
+            if len(rows) and (at.max() >= len(sorted_ops) or (sorted_ops[at] != ops[rows]).any()):
+                raise AssertionError(f"run {run}: a candidate's op_id is not among the sends the pass ran on")
+            value[rows] = values.take(pa.array(at)).to_numpy(zero_copy_only=False)
+        return found.assign(value=value)
 
 
 def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], nonmonotonic: Future,
@@ -58,7 +78,7 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
     {column: Spark type}}) Spark loads (the run's own directory where it keeps more than MAX_COPIED_SHARE of its
     rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run, op_id, ...) rows, `run` the
     run's index: waited for only once the rest is decided."""
-    dirs, kept, counts = {}, 0, []
+    dirs, summaries, kept, counts, sent = {}, {}, 0, [], {}
     with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
         for i, (run_id, run_dir) in enumerate(runs.items()):
             sends, reads = (pq.read_table(Path(run_dir) / "history" / name, columns=list(columns[name]),
@@ -70,19 +90,33 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
                 frame: pd.DataFrame = nonmonotonic.result()
                 return frame.loc[frame["run"] == run, "op_id"].to_numpy("int64")
             keep_s, keep_r = narrowed(sends, reads, ops)
-            picked = int(keep_s.sum()) + int(keep_r.sum())
+            kept_sends, kept_reads = sends.filter(keep_s), reads.filter(keep_r)
+            history = into / str(i) / "history"
+            history.mkdir(parents=True)
+            summary = side.submit(summary_files.write_summary, kept_sends, kept_reads, history / summary_files.NAME)
+            summaries[run_id] = into / str(i)
+            picked = kept_sends.num_rows + kept_reads.num_rows
             if picked > MAX_COPIED_SHARE * (len(keep_s) + len(keep_r)):
-                dirs[run_id], picked = Path(run_dir), len(keep_s) + len(keep_r)      # the pass reads the original
+                dirs[run_id], picked = Path(run_dir), len(keep_s) + len(keep_r)      # the look-ups read the original
+                sent = None
             else:
-                history = into / str(i) / "history"
-                history.mkdir(parents=True)
-                written = side.submit(pq.write_table, sends.filter(keep_s), history / SENDS, compression="none")
-                pq.write_table(reads.filter(keep_r), history / READS, compression="none")
+                written = side.submit(pq.write_table, kept_sends, history / SENDS, compression="none")
+                pq.write_table(kept_reads, history / READS, compression="none")
+                if sent is not None:
+                    sent[i] = _by_op_id(kept_sends)
                 written.result()
                 dirs[run_id] = into / str(i)
+            summary.result()
             counts.append(counting.result().assign(run=i))
             kept += picked
-    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS])
+    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS], sent, summaries)
+
+
+def _by_op_id(sends: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    """The sends' op_ids, sorted, and their values in that order."""
+    ops = pc.fill_null(sends["op_id"], -1).to_numpy()
+    order = np.argsort(ops, kind="stable")
+    return ops[order], sends["value"].combine_chunks().take(pa.array(order))
 
 
 def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +137,7 @@ def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray
         same = pc.equal(read_values.filter(pa.array(matched)), sent_values.take(pa.array(own[matched])))
         matched[matched] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
     clean[cell_r[~matched]] = False                                   # a read of another value, or where none was acked
-    final = _codes(reads["phase"], ("final",)) == 0
+    final = bucket_files.column_codes(reads["phase"], ("final",)) == 0
     drained = np.zeros(cells, bool)
     drained[cell_r[matched & final]] = True
     clean &= drained                                                  # the final drain read it there
@@ -130,19 +164,12 @@ def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray
 def _acked(sends: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """Sends acked (outcome ok, acks 1 or all) at a position: the only sends a clean position can hold; and those
     `lost` can flag unread (ok, acks 1 or all, a partition: history.kinds)."""
-    level = np.isin(_codes(sends["acks"], ACKS), [ACKS.index(a) for a in ACKED])
-    ok = (_codes(sends["outcome"], OUTCOMES) == OK) & level
+    level = np.isin(bucket_files.column_codes(sends["acks"], ACKS), [ACKS.index(a) for a in ACKED])
+    ok = (bucket_files.column_codes(sends["outcome"], OUTCOMES) == OK) & level
     partition = pc.greater_equal(pc.fill_null(sends["partition"], -1), 0).to_numpy(zero_copy_only=False)
     offset = pc.greater_equal(pc.fill_null(sends["offset"], -1), 0).to_numpy(zero_copy_only=False)
     return ok & partition & offset, ok & partition
 
-
-def _codes(column: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
-    """bucket_files.dictionary_codes of a dictionary column's chunks, or of a plain string column's."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    chunks = [bucket_files.dictionary_codes(chunk, names) for chunk in column.chunks]
-    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
 
 
 def _cells(sends: pa.Table, reads: pa.Table, acked: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

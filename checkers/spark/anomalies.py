@@ -26,6 +26,7 @@ from kafka_chaos.checkers import (
     lookup_files,
     narrow_files,
     series_files,
+    summary_files,
 )
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
@@ -188,6 +189,12 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
     mono = q.small_frame(spark, nonmono[["run", "op_id"]], "run int, op_id long")
 
     def pass_over(s: DataFrame, r: DataFrame) -> pd.DataFrame:
+        if picked is not None and picked.summaries is not None:     # the driver aggregated the rows it picked
+            summary = load(spark, picked.summaries, summary_files.NAME, summary_files.SCHEMA)
+            held = picked.sent is not None          # ... and holds the sends: their values are not brought back
+            found = to_pandas(hub.candidates_of_summary(summary, mono, sent_values=not held), "per-value pass",
+                              CRITICAL)
+            return picked.with_sent_values(found) if held else found
         events = q.value_events(s, r, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
         return to_pandas(hub.candidates_fast(events, mono), "per-value pass", CRITICAL)
 

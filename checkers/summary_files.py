@@ -1,0 +1,85 @@
+"""The per-value pass's aggregation over the rows a local check's driver picked, in Arrow, written for Spark.
+
+hub.value_summary groups a history's sends and reads by (run, value) in Spark: the send's code, op_id and
+position, the extremes of its reads and the phases that read them. On the rows the driver already holds after its
+pick (checkers.narrow_files) that exchange and hash aggregation was most of the per-value pass's cost: a cold JVM,
+1.7M rows of the anomaly-dense bench history, 3.8-5.3 s to the rows' return; Arrow's group_by takes 0.3 s of them
+on the driver, and Spark then reads the summary (SCHEMA, the same columns and types as hub.value_summary's) and
+applies the kinds' predicates to it (hub.candidates_of_summary), the one place they are written. A cluster's check,
+which never gathers the rows, keeps Spark's aggregation.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kafka_chaos.checkers.bucket_files import column_codes
+from kafka_chaos.checkers.spark.queries import ACKS, OUTCOMES, POS_SHIFT
+
+NAME = "summary.parquet"
+LIVE, FINAL = 1, 2             # hub's `phases` bits
+SCHEMA = {"value": "string", "code": "int", "op_id": "long", "s_p": "int", "s_o": "long", "n_reads": "long",
+          "r_min": "long", "r_max": "long", "t_read": "long", "phases": "int"}    # Spark's types, `run` added
+ARROW = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
+TASKS = 4                      # row groups of a summary: Spark splits a file of a few MB between the cores only there
+
+
+def write_summary(sends: pa.Table, reads: pa.Table, path: Path) -> int:
+    """hub.value_summary's rows of one run's `sends` (value, partition, offset, outcome, acks, op_id) and `reads`
+    (value, partition, offset, phase, t_ns), written uncompressed to `path`; how many values."""
+    out = value_summary(sends, reads)
+    pq.write_table(out, path, compression="none", row_group_size=max(1, -(-out.num_rows // TASKS)))
+    return out.num_rows
+
+
+def value_summary(sends: pa.Table, reads: pa.Table) -> pa.Table:
+    """Per value: code (max of the send's 1 + outcome * 4 + acks code and the reads' 0 live / -1 final), op_id, s_p
+    and s_o (the send's), n_reads, r_min and r_max (the least and greatest read position, partition * 2^40 +
+    offset), t_read (the first read), phases (1 live, 2 final, OR-ed; null unread): as hub.value_summary."""
+    n_s, n_r = sends.num_rows, reads.num_rows
+    code = 1 + column_codes(sends["outcome"], OUTCOMES) * 4 + column_codes(sends["acks"], ACKS)
+    final = column_codes(reads["phase"], ("final",)) == 0
+    position = reads["partition"].to_numpy().astype(np.int64) * POS_SHIFT + reads["offset"].to_numpy()
+    events = pa.table({
+        "value": pa.concat_arrays([_array(sends["value"]), _array(reads["value"])]),
+        "code": pa.array(np.concatenate([code, np.where(final, -1, 0)]).astype(np.int32)),
+        "op_id": _then_nulls(sends["op_id"], n_r),
+        "s_p": _then_nulls(sends["partition"], n_r),
+        "s_o": _then_nulls(sends["offset"], n_r),
+        "read": pa.array(np.concatenate([np.zeros(n_s, np.int64), np.ones(n_r, np.int64)])),
+        "position": _nulls_then(position, n_s),
+        "t": _nulls_then(reads["t_ns"], n_s),
+        "live": _nulls_then(np.where(final, 0, LIVE).astype(np.int32), n_s),
+        "final": _nulls_then(np.where(final, FINAL, 0).astype(np.int32), n_s),
+    })
+    g = events.group_by("value").aggregate([
+        ("code", "max"), ("op_id", "max"), ("s_p", "max"), ("s_o", "max"), ("read", "sum"),
+        ("position", "min"), ("position", "max"), ("t", "min"), ("live", "max"), ("final", "max")])
+    phases = pc.add(pc.fill_null(g["live_max"], 0), pc.fill_null(g["final_max"], 0))     # bits of disjoint phases
+    read = pc.greater(g["read_sum"], 0)
+    columns = {"value": g["value"], "code": g["code_max"], "op_id": g["op_id_max"], "s_p": g["s_p_max"],
+               "s_o": g["s_o_max"], "n_reads": g["read_sum"], "r_min": g["position_min"],
+               "r_max": g["position_max"], "t_read": g["t_min"],
+               "phases": pc.if_else(read, phases, pa.scalar(None, pa.int32()))}
+    return pa.table({c: pc.cast(columns[c], ARROW[t]) for c, t in SCHEMA.items()})
+
+
+
+def _array(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+
+
+def _then_nulls(column: pa.ChunkedArray, n: int) -> pa.Array:
+    """A send column, then `n` nulls (the reads' rows)."""
+    values = _array(column)
+    return pa.concat_arrays([values, pa.nulls(n, values.type)])
+
+
+def _nulls_then(values, n: int) -> pa.Array:
+    """`n` nulls (the sends' rows), then a read column."""
+    values = _array(values) if isinstance(values, pa.ChunkedArray) else pa.array(values)
+    return pa.concat_arrays([pa.nulls(n, values.type), values])

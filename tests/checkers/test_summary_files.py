@@ -1,0 +1,76 @@
+"""The per-value summary the driver computes in Arrow over the rows it picked (checkers.summary_files): the same
+rows as Spark's hub.value_summary, and the sent values filled back in from the kept sends."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kafka_chaos.checkers import narrow_files, summary_files
+
+from .conftest import read, send, write_run
+from .test_bucket_files import random_run
+
+
+def arrow_summary(run) -> pd.DataFrame:
+    sends, reads = (pq.read_table(run / "history" / name) for name in (narrow_files.SENDS, narrow_files.READS))
+    return comparable(summary_files.value_summary(sends, reads).to_pandas())
+
+
+def spark_summary(spark, run) -> pd.DataFrame:
+    from kafka_chaos.checkers.spark import hub
+    from kafka_chaos.checkers.spark import queries as q
+    from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
+    sends, reads = (load(spark, {"r": run}, name, columns) for name, columns in
+                    ((narrow_files.SENDS, SEND_COLUMNS), (narrow_files.READS, READ_COLUMNS)))
+    return comparable(to_pandas(hub.value_summary(q.value_events(sends, reads, 2))).drop(columns="run"))
+
+
+def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[list(summary_files.SCHEMA)].astype(
+        {c: "Int64" for c, t in summary_files.SCHEMA.items() if t != "string"}).sort_values("value") \
+        .reset_index(drop=True)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_histories_summarise_to_sparks_rows(spark, tmp_path, seed):
+    run = random_run(tmp_path / "run", seed)
+    mine, theirs = arrow_summary(run), spark_summary(spark, run)
+    assert len(mine) > 3000 and mine["phases"].isna().any() and (mine["r_min"] != mine["r_max"]).any()
+    pd.testing.assert_frame_equal(mine, theirs)
+
+
+@pytest.mark.spark
+def test_edge_rows_summarise_to_sparks_rows(spark, tmp_path):
+    sends = [send("unread", offset=4), send("unplaced", offset=None, outcome="info"),
+             send("no partition", partition=None, offset=None, outcome="fail"), send("odd acks", acks="-1", offset=9),
+             send("twice", offset=2)]
+    reads = [read("phantom", offset=3), read("phantom", offset=3, consumer="c1"), read("twice", offset=2),
+             read("twice", partition=1, offset=2, consumer="c1"), read("odd acks", offset=9)]
+    run = write_run(tmp_path / "run", sends, reads)
+    mine = arrow_summary(run)
+    pd.testing.assert_frame_equal(mine, spark_summary(spark, run))
+    row = mine.set_index("value")
+    assert row.loc["unread", "n_reads"] == 0 and pd.isna(row.loc["unread", "phases"])
+    assert row.loc["phantom", "code"] == 0 and pd.isna(row.loc["phantom", "op_id"])      # read live: 0, never sent
+    assert row.loc["twice", "phases"] == summary_files.LIVE | summary_files.FINAL
+
+
+def test_an_empty_pick_writes_an_empty_summary(tmp_path):
+    run = write_run(tmp_path / "run", [], [])
+    sends, reads = (pq.read_table(run / "history" / name) for name in (narrow_files.SENDS, narrow_files.READS))
+    assert summary_files.write_summary(sends, reads, tmp_path / "summary.parquet") == 0
+    assert pq.read_table(tmp_path / "summary.parquet").schema.names == list(summary_files.SCHEMA)
+
+
+def test_sent_values_are_filled_in_from_the_kept_sends_and_an_unknown_op_id_is_refused():
+    ops, values = np.array([3, 7, 9]), pa.array(["c", "g", "i"])
+    picked = narrow_files.Picked({}, 0, pd.DataFrame(), sent={0: (ops, values)})
+    found = pd.DataFrame({"run": pd.array([0, 0, 1], "Int32"), "op_id": pd.array([9, None, 3], "Int64"),
+                          "value": [None, "phantom", "from spark"]})
+    assert picked.with_sent_values(found)["value"].tolist() == ["i", "phantom", "from spark"]   # run 1: not held
+    with pytest.raises(AssertionError, match="not among the sends"):
+        picked.with_sent_values(found.assign(op_id=pd.array([8, None, 3], "Int64")))
