@@ -46,6 +46,7 @@ VERDICTS_TABLE = "verdicts.parquet"
 # While the model replays in Python beside the Spark pass, a thread back from a Py4J call waits for the GIL up to
 # the switch interval (5 ms by default) before it can submit the next job or read a result (_quick_switches).
 SWITCH_INTERVAL_S = 0.0005
+EARLY_VOIDS_MAX_SENDS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -180,13 +181,15 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             except BaseException as e:
                 windows.set_exception(e)
                 raise
+            voids = {run_id: client_voids(run_dir, sends_path(run_dir))     # while the pass runs: see _may_void
+                     for run_id, (run_dir, meta, _) in ready.items() if _may_void(meta, run_dir)}
             findings = finding.result()
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
             own = dict(spent, judge=0.0, report=0.0)
             with timed(own, "judge"):
                 found = findings.for_run(run_id)
-                timeouts = client_voids(run_dir, sends_path(run_dir)) \
+                timeouts = (voids.get(run_id) or client_voids(run_dir, sends_path(run_dir))) \
                     if _idempotent_out_of_order(found.instances) else ClientVoids()
                 verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
             verdict["checker"] = checker
@@ -239,6 +242,16 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
                                                                   settings.stall_threshold_s, why, whole)):
         verdict["clients"] = per_client
     return verdict, judged
+
+
+def _may_void(meta: RunMeta, run_dir: Path) -> bool:
+    """Whether to read a run's client voids before its anomalies are known: an idempotent producer's duplicates
+    need them, and this thread is idle while the pass runs (an anomaly-dense 10M history's timeouts took 0.4 s
+    after the pass). Not for a history of more than EARLY_VOIDS_MAX_SENDS sends: its timeouts (30M of the 100M
+    heavy bench history's) would sit beside the JVM's heap."""
+    if not any(p.get("idempotent") for p in meta.producers):
+        return False
+    return pq.read_metadata(sends_path(run_dir)).num_rows <= EARLY_VOIDS_MAX_SENDS
 
 
 def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:

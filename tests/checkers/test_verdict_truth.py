@@ -157,6 +157,25 @@ def test_an_idempotent_duplicate_after_the_same_producers_messages_timed_out_is_
     assert "librdkafka" in reason and "timed out" in reason
 
 
+def test_the_client_voids_read_while_the_pass_runs_or_after_it_give_the_same_verdict(tmp_path, monkeypatch):
+    from kafka_chaos.checkers import check
+    from kafka_chaos.history.meta import load_meta
+    from tests.checkers.conftest import MS
+    slow = send("a", offset=0, t=0)
+    slow["t_complete_ns"] += 40 * S * MS
+    history = ([slow, send("x", outcome="info", t=30 * S)], [read("a", offset=0), read("a", offset=1)])
+    early = write_run(tmp_path / "early", *history, **with_times(meta()))
+    late = write_run(tmp_path / "late", *history, **with_times(meta()))
+    assert check._may_void(load_meta(early), early)                   # idempotent producers: read beside the pass
+    _, verdict, rows = checked(early)
+    monkeypatch.setattr(check, "EARLY_VOIDS_MAX_SENDS", 1)            # a history too large: read after it
+    assert not check._may_void(load_meta(late), late)
+    _, late_verdict, late_rows = checked(late)
+    assert verdict["violations"] == late_verdict["violations"] == {}
+    assert "timed out" in rows.loc[rows["kind"] == "duplicate", "reason"].item()
+    pd.testing.assert_frame_equal(rows, late_rows)
+
+
 def write_bump_line(run, producer: str, at_ns: int, reason="skipped sequence numbers"):
     """The line librdkafka's `eos` debug context writes when an idempotent producer starts an epoch bump."""
     import logging
