@@ -54,7 +54,8 @@ class Picked:
     # and their values in that order (`with_sent_values`); None when a run was not copied (its kept sends are
     # near all of its sends: not held beside the pass)
     summaries: dict[str, Path] | None = None     # run_id -> a directory whose history/ holds summary_files.NAME,
-    # the per-value summary of the rows kept (None: the pass aggregates the rows in Spark)
+    # the per-value summary of the rows kept, and the ambiguous values' rows (None: the pass aggregates in Spark)
+    ambiguous_at: pd.DataFrame | None = None      # (run, partition, offset) the ambiguous values were read at
 
     def with_sent_values(self, found: pd.DataFrame) -> pd.DataFrame:
         """`found` (per-value rows: run, op_id, value) with `value` filled in from the kept sends wherever op_id
@@ -78,7 +79,7 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
     {column: Spark type}}) Spark loads (the run's own directory where it keeps more than MAX_COPIED_SHARE of its
     rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run, op_id, ...) rows, `run` the
     run's index: waited for only once the rest is decided."""
-    dirs, summaries, kept, counts, sent = {}, {}, 0, [], {}
+    dirs, summaries, kept, counts, sent, ambiguous = {}, {}, 0, [], {}, []
     with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
         for i, (run_id, run_dir) in enumerate(runs.items()):
             sends, reads = (pq.read_table(Path(run_dir) / "history" / name, columns=list(columns[name]),
@@ -93,7 +94,7 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
             kept_sends, kept_reads = sends.filter(keep_s), reads.filter(keep_r)
             history = into / str(i) / "history"
             history.mkdir(parents=True)
-            summary = side.submit(summary_files.write_summary, kept_sends, kept_reads, history / summary_files.NAME)
+            summary = side.submit(summary_files.write_summary, kept_sends, kept_reads, history)
             summaries[run_id] = into / str(i)
             picked = kept_sends.num_rows + kept_reads.num_rows
             if picked > MAX_COPIED_SHARE * (len(keep_s) + len(keep_r)):
@@ -106,10 +107,11 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
                     sent[i] = _by_op_id(kept_sends)
                 written.result()
                 dirs[run_id] = into / str(i)
-            summary.result()
+            ambiguous.append(summary.result().assign(run=i))
             counts.append(counting.result().assign(run=i))
             kept += picked
-    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS], sent, summaries)
+    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS], sent, summaries,
+                  pd.concat(ambiguous, ignore_index=True)[["run", "partition", "offset"]] if ambiguous else None)
 
 
 def _by_op_id(sends: pa.Table) -> tuple[np.ndarray, pa.Array]:

@@ -100,6 +100,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             picked = pool.submit(narrow_files.runs_narrowed, runs, {narrow_files.SENDS: SEND_COLUMNS,
                                  narrow_files.READS: READ_COLUMNS}, nonmono, Path(scratch))
             sums = pool.submit(lambda: picked.result().counts)
+            exact = pool.submit(_ambiguous_exact, spark, picked, nonmono)
         else:
             picked = None
             sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) \
@@ -131,8 +132,13 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             known = divergent.known_positions(found, amb, doubles, unplaced,
                                               partial(buckets.acked_at, sums.result()) if sums is not None else None)
             there = pool.submit(_reads_at, spark, r_src, known, files)
-            amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
-            per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
+            if gather and picked.result().summaries is not None:      # decided beside the per-value pass
+                if exact.result() is None and len(amb):
+                    raise AssertionError("the per-value pass found ambiguous values the driver's summary did not")
+                per_value, amb_positions = divergent.with_exact(found, exact.result()), picked.result().ambiguous_at
+            else:
+                amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
+                per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
             positions = divergent.candidates(found, amb_positions, doubles, unplaced)
             fetched = (there.result(), divergent.middle_positions(amb, amb_positions, unplaced)) \
                 if known is not None else None
@@ -280,6 +286,18 @@ def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None,
         return lookup_files.read_rows(files, known, {c: READ_COLUMNS[c] for c in q.LOOKED_UP if c != "run"})
     keys = q.small_frame(spark, known, "run int, partition int, offset long")
     return to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
+
+
+def _ambiguous_exact(spark: SparkSession, picked: Future, nonmono: Future) -> pd.DataFrame | None:
+    """The exact per-value rows of the values the driver's summary found ambiguous (checkers.summary_files), from
+    their rows it wrote; None when there are none."""
+    p: narrow_files.Picked = picked.result()
+    if p.summaries is None or not len(p.ambiguous_at):
+        return None
+    s, r = (load(spark, p.summaries, name, columns) for name, columns in
+            ((summary_files.AMBIGUOUS_SENDS, SEND_COLUMNS), (summary_files.AMBIGUOUS_READS, READ_COLUMNS)))
+    mono = q.small_frame(spark, nonmono.result()[["run", "op_id"]], "run int, op_id long")
+    return divergent.exact_kinds(s, r, mono)
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:

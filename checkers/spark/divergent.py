@@ -47,21 +47,32 @@ def decide_ambiguous(spark: SparkSession, found: pd.DataFrame, amb: pd.DataFrame
     definitions (queries.candidates) over just their sends and reads: the send as the pass saw it (hub.SENT: values
     are unique in a run), the reads from `reads_of_ambiguous`. A scan of the history for them cost 7-8 CPU-s at 10M
     sends. Also the positions those values were read at."""
-    kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
-    decided = found.loc[~found["k_ambiguous"] & found[kinds].any(axis=1),
-                        [c for c in found.columns if c not in (*hub.HUB_FLAGS, *EXTRAS)]]     # one copy, not two
     if not len(amb):
-        return decided, pd.DataFrame(columns=AT)
+        return with_exact(found, None), pd.DataFrame(columns=AT)
     mono = q.small_frame(spark, found.loc[found["k_nonmonotonic_send"], ["run", "op_id"]], "run int, op_id long")
     sent = amb[amb["code"].fillna(0) > 0]
     s = q.small_frame(spark, pd.DataFrame({"run": sent["run"], "value": sent["value"], "partition": sent["s_p"],
                                            "offset": sent["s_o"], **q.names_of_send_code(sent["code"]),
                                            "op_id": sent["op_id"]}), AMBIGUOUS_SENDS)
     r = q.small_frame(spark, reads[[c.split()[0] for c in AMBIGUOUS_READS.split(",")]], AMBIGUOUS_READS)
-    at = q.value_positions(q.value_events(s, r, 1))
-    exact = to_pandas(q.candidates(at, mono), "ambiguous: exact kinds")
     positions = reads[AT].astype("int64").drop_duplicates()
-    return pd.concat([decided, exact], ignore_index=True), positions
+    return with_exact(found, exact_kinds(s, r, mono)), positions
+
+
+def exact_kinds(sends: DataFrame, reads: DataFrame, nonmonotonic: DataFrame) -> pd.DataFrame:
+    """The per-value rows of the ambiguous values whose every send and read are `sends` and `reads`, by the
+    three-level definitions (queries.candidates); nonmonotonic: (run, op_id)."""
+    at = q.value_positions(q.value_events(sends, reads, 1))
+    return to_pandas(q.candidates(at, nonmonotonic), "ambiguous: exact kinds")
+
+
+def with_exact(found: pd.DataFrame, exact: pd.DataFrame | None) -> pd.DataFrame:
+    """The per-value rows: the pass's rows `found` of the values it decided, and the `exact` rows of the ambiguous
+    ones (`exact_kinds`)."""
+    kinds = [f"k_{k}" for k in q.CANDIDATE_KINDS]
+    decided = found.loc[~found["k_ambiguous"] & found[kinds].any(axis=1),
+                        [c for c in found.columns if c not in (*hub.HUB_FLAGS, *EXTRAS)]]     # one copy, not two
+    return pd.concat([decided, exact], ignore_index=True) if exact is not None else decided
 
 
 def reads_of_ambiguous(spark: SparkSession, reads: DataFrame, amb: pd.DataFrame,
@@ -106,11 +117,11 @@ def known_positions(found: pd.DataFrame, amb: pd.DataFrame, doubles: pd.DataFram
     pairs = pairs.astype({c: "int64" for c in AT}).drop_duplicates()
     shared = pairs.groupby(AT, sort=False).size()
     shared = shared[shared >= 2].index.to_frame(index=False)
-    kept = pd.concat([out[acked(out)], shared, _ends(amb)], ignore_index=True).drop_duplicates()
+    kept = pd.concat([out[acked(out)], shared, ends(amb)], ignore_index=True).drop_duplicates()
     return kept[~kept["run"].isin(unplaced)].reset_index(drop=True)
 
 
-def _ends(amb: pd.DataFrame) -> pd.DataFrame:
+def ends(amb: pd.DataFrame) -> pd.DataFrame:
     """The first and the last position (hub.LAST) each of the ambiguous values `amb` was read at."""
     return pd.concat([amb[AT], amb[["run", *hub.LAST]].set_axis(AT, axis=1)], ignore_index=True).astype("int64")
 
@@ -175,7 +186,7 @@ def divergent_rows(spark: SparkSession, reads: DataFrame, positions: pd.DataFram
 def middle_positions(amb: pd.DataFrame, amb_positions: pd.DataFrame, unplaced: set[int]) -> pd.DataFrame:
     """The positions the ambiguous values `amb` were read at other than their first and last (hub.LAST): the
     candidate positions `known_positions` could not name. A value read at two positions has none."""
-    at = amb_positions.astype("int64").merge(_ends(amb).drop_duplicates(), on=AT,
+    at = amb_positions.astype("int64").merge(ends(amb).drop_duplicates(), on=AT,
                                              how="left", indicator=True)
     at = at[(at["_merge"] == "left_only") & ~at["run"].isin(unplaced)]
     return at[AT].reset_index(drop=True)

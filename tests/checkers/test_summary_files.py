@@ -59,11 +59,24 @@ def test_edge_rows_summarise_to_sparks_rows(spark, tmp_path):
     assert row.loc["twice", "phases"] == summary_files.LIVE | summary_files.FINAL
 
 
+def test_the_ambiguous_values_rows_are_written_whole_beside_the_summary(tmp_path):
+    sends = [send("twice", offset=2), send("once", offset=3), send("thrice", offset=4)]
+    reads = [read("twice", offset=2), read("twice", partition=1, offset=2, consumer="c1"), read("once", offset=3),
+             read("thrice", offset=4), read("thrice", offset=5, consumer="c1"), read("thrice", offset=6)]
+    run = write_run(tmp_path / "run", sends, reads)
+    s, r = (pq.read_table(run / "history" / name) for name in (narrow_files.SENDS, narrow_files.READS))
+    at = summary_files.write_summary(s, r, tmp_path)
+    assert set(map(tuple, at.to_numpy())) == {(0, 2), (1, 2), (0, 4), (0, 5), (0, 6)}
+    assert sorted(pq.read_table(tmp_path / summary_files.AMBIGUOUS_SENDS)["value"].to_pylist()) == ["thrice", "twice"]
+    assert len(pq.read_table(tmp_path / summary_files.AMBIGUOUS_READS)) == 5
+    assert len(pq.read_table(tmp_path / summary_files.NAME)) == 3
+
+
 def test_an_empty_pick_writes_an_empty_summary(tmp_path):
     run = write_run(tmp_path / "run", [], [])
     sends, reads = (pq.read_table(run / "history" / name) for name in (narrow_files.SENDS, narrow_files.READS))
-    assert summary_files.write_summary(sends, reads, tmp_path / "summary.parquet") == 0
-    assert pq.read_table(tmp_path / "summary.parquet").schema.names == list(summary_files.SCHEMA)
+    assert not len(summary_files.write_summary(sends, reads, tmp_path))
+    assert pq.read_table(tmp_path / summary_files.NAME).schema.names == list(summary_files.SCHEMA)
 
 
 def test_sent_values_are_filled_in_from_the_kept_sends_and_an_unknown_op_id_is_refused():
