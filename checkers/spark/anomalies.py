@@ -6,8 +6,10 @@ divergent positions, min.insync breaches and consumer gaps. Instance rows are th
 shape of checkers.instances, so they compare row for row with the pandas reference. The exceptions, local checks
 only, where the driver reads the same files and is cheaper than Spark's jobs: it reduces the sends to the
 availability islands (checkers.availability_files), finds the nonmonotonic sends and poll gaps
-(checkers.series_files), picks the per-value pass's rows position by position (checkers.narrow_files), and
-looks up many candidates' sends and reads (checkers.lookup_files) itself.
+(checkers.series_files), picks the per-value pass's rows position by position (checkers.narrow_files) and
+aggregates them per value (checkers.summary_files: Spark's pass applies the kinds' predicates to that summary, and
+the ambiguous values' exact pass runs beside it), and looks up many candidates' sends and reads
+(checkers.lookup_files) itself.
 """
 from __future__ import annotations
 
