@@ -19,7 +19,8 @@ partition). Heavy's 25M rows become 1.7M, the tiled real history's 27.6M 32k, th
 on 10M sends. The look-ups after the pass read the copies too (checkers.lookup_files).
 
 The rows kept are written, all their columns, uncompressed, to a temporary Parquet copy of each run's history that
-Spark reads in place of the original. Local checks up to `anomalies.ONE_TASK_ROWS` only: the files are read whole.
+Spark's look-ups read in place of the original, and aggregated per value beside it (checkers.summary_files): the
+summary the per-value pass reads. Local checks up to `anomalies.ONE_TASK_ROWS` only: the files are read whole.
 The same values unique in a run that the bucket sums rely on are relied on here (docs/history.md).
 """
 from __future__ import annotations
@@ -50,27 +51,18 @@ class Picked:
     dirs: dict[str, Path]       # run_id -> a copy of its results directory holding the rows kept, or its own
     rows: int                   # how many rows were kept (sends and reads)
     counts: pd.DataFrame        # bucket_files.runs_bucket_counts' rows, from the same read of the files
-    sent: dict[int, tuple[np.ndarray, pa.Array]] | None = None    # run index -> the kept sends' op_ids, sorted,
-    # and their values in that order (`with_sent_values`); None when a run was not copied (its kept sends are
-    # near all of its sends: not held beside the pass)
     summaries: dict[str, Path] | None = None     # run_id -> a directory whose history/ holds summary_files.NAME,
     # the per-value summary of the rows kept, and the ambiguous values' rows (None: the pass aggregates in Spark)
     ambiguous_at: pd.DataFrame | None = None      # (run, partition, offset) the ambiguous values were read at
+    held: dict[int, pa.Table] | None = None       # run index -> its summary, held for `candidate_rows`; None when
+    # a run was not copied (its summary is near all of its values: not held beside the pass)
 
-    def with_sent_values(self, found: pd.DataFrame) -> pd.DataFrame:
-        """`found` (per-value rows: run, op_id, value) with `value` filled in from the kept sends wherever op_id
-        is set: the pass then brings back only the values nobody sent (hub.candidates_fast's `sent_values`).
-        Strings are the dearest column to bring back from a cold JVM through Arrow: heavy's 584k candidate rows
-        came back 1-1.5 s sooner without them (2026-11-29)."""
-        value = found["value"].to_numpy(dtype=object, copy=True)
-        runs, ops = found["run"].to_numpy("int64"), found["op_id"].to_numpy("int64", na_value=-1)
-        for run, (sorted_ops, values) in (self.sent or {}).items():
-            rows = np.flatnonzero((runs == run) & (ops >= 0))
-            at = np.searchsorted(sorted_ops, ops[rows])
-            if len(rows) and (at.max() >= len(sorted_ops) or (sorted_ops[at] != ops[rows]).any()):
-                raise AssertionError(f"run {run}: a candidate's op_id is not among the sends the pass ran on")
-            value[rows] = values.take(pa.array(at)).to_numpy(zero_copy_only=False)
-        return found.assign(value=value)
+    def candidate_rows(self, flags: pd.DataFrame) -> pd.DataFrame:
+        """The per-value pass's rows from Spark's slim answer (hub.candidates_of_summary with `row`) and the
+        summaries held here (summary_files.candidate_rows)."""
+        runs = flags["run"].to_numpy("int64")
+        return pd.concat([summary_files.candidate_rows(self.held[run], flags[runs == run]) for run in self.held],
+                         ignore_index=True)
 
 
 def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], nonmonotonic: Future,
@@ -79,7 +71,7 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
     {column: Spark type}}) Spark loads (the run's own directory where it keeps more than MAX_COPIED_SHARE of its
     rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run, op_id, ...) rows, `run` the
     run's index: waited for only once the rest is decided."""
-    dirs, summaries, kept, counts, sent, ambiguous = {}, {}, 0, [], {}, []
+    dirs, summaries, kept, counts, held, ambiguous = {}, {}, 0, [], {}, []
     with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
         for i, (run_id, run_dir) in enumerate(runs.items()):
             sends, reads = (pq.read_table(Path(run_dir) / "history" / name, columns=list(columns[name]),
@@ -99,26 +91,20 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
             picked = kept_sends.num_rows + kept_reads.num_rows
             if picked > MAX_COPIED_SHARE * (len(keep_s) + len(keep_r)):
                 dirs[run_id], picked = Path(run_dir), len(keep_s) + len(keep_r)      # the look-ups read the original
-                sent = None
+                held = None
             else:
                 written = side.submit(pq.write_table, kept_sends, history / SENDS, compression="none")
                 pq.write_table(kept_reads, history / READS, compression="none")
-                if sent is not None:
-                    sent[i] = _by_op_id(kept_sends)
                 written.result()
                 dirs[run_id] = into / str(i)
-            ambiguous.append(summary.result().assign(run=i))
+            table, at = summary.result()
+            if held is not None:
+                held[i] = table
+            ambiguous.append(at.assign(run=i))
             counts.append(counting.result().assign(run=i))
             kept += picked
-    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS], sent, summaries,
-                  pd.concat(ambiguous, ignore_index=True)[["run", "partition", "offset"]] if ambiguous else None)
-
-
-def _by_op_id(sends: pa.Table) -> tuple[np.ndarray, pa.Array]:
-    """The sends' op_ids, sorted, and their values in that order."""
-    ops = pc.fill_null(sends["op_id"], -1).to_numpy()
-    order = np.argsort(ops, kind="stable")
-    return ops[order], sends["value"].combine_chunks().take(pa.array(order))
+    return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS], summaries,
+                  pd.concat(ambiguous, ignore_index=True)[["run", "partition", "offset"]] if ambiguous else None, held)
 
 
 def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray, np.ndarray]:

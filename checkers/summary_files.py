@@ -8,6 +8,10 @@ on the driver, and Spark then reads the summary (SCHEMA, the same columns and ty
 applies the kinds' predicates to it (hub.candidates_of_summary), the one place they are written. A cluster's check,
 which never gathers the rows, keeps Spark's aggregation.
 
+The driver keeps each copied run's summary, numbered by a `row` column, so Spark's answer is only the row numbers
+and the flags of the candidates (hub.candidates_of_summary's `slim`); `candidate_rows` puts the rest of each row
+back from the summary, where 26 columns of 584k rows came through Arrow from a cold JVM before.
+
 The summary names the ambiguous values (read at two positions) before Spark's pass runs, so their rows are written
 beside it and their exact pass (queries.candidates) runs beside the per-value pass instead of after it and its
 look-ups: on the anomaly-dense bench history, 1.0-1.4 s later otherwise.
@@ -23,13 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.checkers.bucket_files import column_codes
-from kafka_chaos.checkers.spark.queries import ACKS, OUTCOMES, POS_SHIFT
+from kafka_chaos.checkers.spark.queries import ACKS, OUTCOMES, POS_BITS, POS_SHIFT
 
 NAME = "summary.parquet"
 AMBIGUOUS_SENDS, AMBIGUOUS_READS = "ambiguous_sends.parquet", "ambiguous_reads.parquet"
 LIVE, FINAL = 1, 2             # hub's `phases` bits
 SCHEMA = {"value": "string", "code": "int", "op_id": "long", "s_p": "int", "s_o": "long", "n_reads": "long",
           "r_min": "long", "r_max": "long", "t_read": "long", "phases": "int"}    # Spark's types, `run` added
+FILE_SCHEMA = {**SCHEMA, "row": "long"}     # the file's: `row` numbers the summary's rows (candidate_rows)
 ARROW = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
 TASKS = 4                      # row groups of a summary: Spark splits a file of a few MB between the cores only there
 
@@ -41,12 +46,45 @@ def write_summary(sends: pa.Table, reads: pa.Table, history: Path) -> pd.DataFra
     history/AMBIGUOUS_SENDS and AMBIGUOUS_READS, whole, as the pick keeps every value. Returns the (partition,
     offset) those values were read at."""
     out = value_summary(sends, reads)
+    out = out.append_column("row", pa.array(np.arange(out.num_rows, dtype=np.int64)))
     pq.write_table(out, history / NAME, compression="none", row_group_size=max(1, -(-out.num_rows // TASKS)))
     ambiguous = out.filter(pc.fill_null(pc.not_equal(out["r_min"], out["r_max"]), False))["value"]
     pq.write_table(sends.filter(pc.is_in(sends["value"], value_set=ambiguous)), history / AMBIGUOUS_SENDS)
     amb_reads = reads.filter(pc.is_in(reads["value"], value_set=ambiguous))
     pq.write_table(amb_reads, history / AMBIGUOUS_READS)
-    return amb_reads.select(["partition", "offset"]).to_pandas().astype("int64").drop_duplicates()
+    return out, amb_reads.select(["partition", "offset"]).to_pandas().astype("int64").drop_duplicates()
+
+
+def candidate_rows(summary: pa.Table, flags: pd.DataFrame) -> pd.DataFrame:
+    """hub.candidates_of_summary's rows of one run, in its column order and with the dtypes Spark's answer has
+    (collect.to_pandas), from its slim answer `flags` (run, row, lar_p, lar_o and the k_ flags, `row` numbering
+    `summary`'s rows) and `summary` (`write_summary`'s table): the columns hub's select derives from the summary
+    alone, unpacked here the same way. Only the flags then cross from the JVM: heavy's 584k candidates came back
+    0.5-1 s sooner (2026-11-29)."""
+    at = summary.take(pa.array(flags["row"].to_numpy("int64")))
+    first, last = _unpacked(at["r_min"]), _unpacked(at["r_max"])
+    out = {"run": flags["run"].array, "value": at["value"].to_numpy(zero_copy_only=False),
+           "op_id": _ints(at["op_id"]), "n": pd.array((at["n_reads"].to_numpy() > 0).astype(np.int64), "Int64"),
+           "partition": first[0], "offset": first[1], "t_read": _ints(at["t_read"]),
+           "lar_p": flags["lar_p"].array, "lar_o": flags["lar_o"].array,
+           "last_p": last[0], "last_o": last[1], "n_reads": _ints(at["n_reads"]), "code": _ints(at["code"]),
+           "s_p": _ints(at["s_p"]), "s_o": _ints(at["s_o"])}
+    frame = pd.DataFrame(out)
+    for c in flags.columns:
+        if c.startswith("k_"):
+            frame[c] = flags[c].to_numpy()
+    return frame
+
+
+def _ints(column: pa.ChunkedArray):
+    """A nullable integer column as collect.to_pandas gives it."""
+    return column.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get).array
+
+
+def _unpacked(packed: pa.ChunkedArray):
+    """(partition, offset) of packed positions (queries.pos), nulls kept: queries.partition_of and offset_of."""
+    return (_ints(pc.cast(pc.shift_right(packed, POS_BITS), pa.int32())),
+            _ints(pc.bit_wise_and(packed, POS_SHIFT - 1)))
 
 
 def value_summary(sends: pa.Table, reads: pa.Table) -> pa.Table:

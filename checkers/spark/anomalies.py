@@ -198,11 +198,10 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
 
     def pass_over(s: DataFrame, r: DataFrame) -> pd.DataFrame:
         if picked is not None and picked.summaries is not None:     # the driver aggregated the rows it picked
-            summary = load(spark, picked.summaries, summary_files.NAME, summary_files.SCHEMA)
-            held = picked.sent is not None          # ... and holds the sends: their values are not brought back
-            found = to_pandas(hub.candidates_of_summary(summary, mono, sent_values=not held), "per-value pass",
-                              CRITICAL)
-            return picked.with_sent_values(found) if held else found
+            summary = load(spark, picked.summaries, summary_files.NAME, summary_files.FILE_SCHEMA)
+            slim = picked.held is not None          # ... and holds the summaries: only the flags come back
+            found = to_pandas(hub.candidates_of_summary(summary, mono, slim), "per-value pass", CRITICAL)
+            return picked.candidate_rows(found) if slim else found
         events = q.value_events(s, r, shuffle_partitions(spark, rows, ROWS_PER_SHUFFLE_PARTITION))
         return to_pandas(hub.candidates_fast(events, mono), "per-value pass", CRITICAL)
 

@@ -58,18 +58,18 @@ def value_summary(events: DataFrame) -> DataFrame:
         F.bit_or(F.when(is_read, F.when(F.col("code") == -1, F.lit(FINAL)).otherwise(F.lit(LIVE)))).alias("phases"))
 
 
-def candidates_fast(events: DataFrame, nonmonotonic: DataFrame, sent_values: bool = True) -> DataFrame:
+def candidates_fast(events: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     """The rows of `queries.candidates`' per-value part, plus the last position read (LAST), the number of reads
     (READS), the send (SENT), k_ambiguous (decide it exactly) and k_stray (read somewhere else than an acked position
-    it was sent to: the only reads that can make a position divergent without a second acked send there).
-
-    sent_values: False leaves `value` null where op_id is set (a sent value), for a driver that holds the sends
-    (checkers.narrow_files.Picked.with_sent_values)."""
-    return candidates_of_summary(value_summary(events), nonmonotonic, sent_values)
+    it was sent to: the only reads that can make a position divergent without a second acked send there)."""
+    return candidates_of_summary(value_summary(events), nonmonotonic)
 
 
-def candidates_of_summary(s: DataFrame, nonmonotonic: DataFrame, sent_values: bool = True) -> DataFrame:
-    """`candidates_fast` over `value_summary`'s rows, however they were computed (SUMMARY_SCHEMA)."""
+def candidates_of_summary(s: DataFrame, nonmonotonic: DataFrame, slim: bool = False) -> DataFrame:
+    """`candidates_fast` over `value_summary`'s rows, however they were computed (checkers.summary_files).
+
+    slim: only run, row (the summary's own row number), lar_p, lar_o and the k_ flags, for a driver that holds the
+    summary and derives the other columns from it (summary_files.candidate_rows)."""
     ambiguous = F.coalesce(F.col("r_min") != F.col("r_max"), F.lit(False))
     read = F.col("n_reads") > 0
     read_p = partition_of(F.col("r_min"))
@@ -84,13 +84,12 @@ def candidates_of_summary(s: DataFrame, nonmonotonic: DataFrame, sent_values: bo
     marked, flags = flagged(s, summary, nonmonotonic)
     # acks=0 sends have no acked position (offset -1): runs with them take the full divergent pass instead
     stray = F.col("ok") & ~(((F.col("code") - 1) % 4) == 0) & read & ~at_acked
-    value = F.col("value") if sent_values else F.when(F.col("op_id").isNull(), F.col("value"))
-    out = marked.select(
-        "run", value.alias("value"), "op_id", read.cast("long").alias("n"),
-        read_p.alias("partition"), offset_of(F.col("r_min")).alias("offset"), "t_read",
-        "lar_p", F.when(after_read, offset_of(F.col("r_min"))).alias("lar_o"),
-        partition_of(F.col("r_max")).alias(LAST[0]), offset_of(F.col("r_max")).alias(LAST[1]), READS, *SENT,
-        *flags, ambiguous.alias("k_ambiguous"), F.coalesce(stray, F.lit(False)).alias("k_stray"))
+    lar = ["lar_p", F.when(after_read, offset_of(F.col("r_min"))).alias("lar_o")]
+    ks = [*flags, ambiguous.alias("k_ambiguous"), F.coalesce(stray, F.lit(False)).alias("k_stray")]
+    out = marked.select("run", "row", *lar, *ks) if slim else marked.select(
+        "run", "value", "op_id", read.cast("long").alias("n"),
+        read_p.alias("partition"), offset_of(F.col("r_min")).alias("offset"), "t_read", *lar,
+        partition_of(F.col("r_max")).alias(LAST[0]), offset_of(F.col("r_max")).alias(LAST[1]), READS, *SENT, *ks)
     return out.where(" OR ".join(f"k_{k}" for k in (*CANDIDATE_KINDS, "ambiguous", "stray")))
 
 

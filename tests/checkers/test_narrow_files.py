@@ -158,4 +158,4 @@ def test_a_run_that_keeps_most_of_its_rows_is_not_copied(tmp_path):
     copied = tmp_path / "picked" / "0" / "history"
     assert picked.rows == 20 and not any((copied / name).exists() for name in (narrow_files.SENDS, narrow_files.READS))
     assert picked.summaries == {"zero": tmp_path / "picked" / "0", "clean": tmp_path / "picked" / "1"}
-    assert picked.sent is None          # its sends are not held beside the pass: Spark brings back their values
+    assert picked.held is None          # its summary is not held beside the pass: Spark brings back every column

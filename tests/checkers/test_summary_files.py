@@ -2,9 +2,7 @@
 rows as Spark's hub.value_summary, and the sent values filled back in from the kept sends."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -65,7 +63,8 @@ def test_the_ambiguous_values_rows_are_written_whole_beside_the_summary(tmp_path
              read("thrice", offset=4), read("thrice", offset=5, consumer="c1"), read("thrice", offset=6)]
     run = write_run(tmp_path / "run", sends, reads)
     s, r = (pq.read_table(run / "history" / name) for name in (narrow_files.SENDS, narrow_files.READS))
-    at = summary_files.write_summary(s, r, tmp_path)
+    summary, at = summary_files.write_summary(s, r, tmp_path)
+    assert summary["row"].to_pylist() == [0, 1, 2]
     assert set(map(tuple, at.to_numpy())) == {(0, 2), (1, 2), (0, 4), (0, 5), (0, 6)}
     assert sorted(pq.read_table(tmp_path / summary_files.AMBIGUOUS_SENDS)["value"].to_pylist()) == ["thrice", "twice"]
     assert len(pq.read_table(tmp_path / summary_files.AMBIGUOUS_READS)) == 5
@@ -75,15 +74,34 @@ def test_the_ambiguous_values_rows_are_written_whole_beside_the_summary(tmp_path
 def test_an_empty_pick_writes_an_empty_summary(tmp_path):
     run = write_run(tmp_path / "run", [], [])
     sends, reads = (pq.read_table(run / "history" / name) for name in (narrow_files.SENDS, narrow_files.READS))
-    assert not len(summary_files.write_summary(sends, reads, tmp_path))
-    assert pq.read_table(tmp_path / summary_files.NAME).schema.names == list(summary_files.SCHEMA)
+    summary, at = summary_files.write_summary(sends, reads, tmp_path)
+    assert not len(summary) and not len(at)
+    assert pq.read_table(tmp_path / summary_files.NAME).schema.names == list(summary_files.FILE_SCHEMA)
 
 
-def test_sent_values_are_filled_in_from_the_kept_sends_and_an_unknown_op_id_is_refused():
-    ops, values = np.array([3, 7, 9]), pa.array(["c", "g", "i"])
-    picked = narrow_files.Picked({}, 0, pd.DataFrame(), sent={0: (ops, values)})
-    found = pd.DataFrame({"run": pd.array([0, 0, 1], "Int32"), "op_id": pd.array([9, None, 3], "Int64"),
-                          "value": [None, "phantom", "from spark"]})
-    assert picked.with_sent_values(found)["value"].tolist() == ["i", "phantom", "from spark"]   # run 1: not held
-    with pytest.raises(AssertionError, match="not among the sends"):
-        picked.with_sent_values(found.assign(op_id=pd.array([8, None, 3], "Int64")))
+@pytest.mark.spark
+@pytest.mark.parametrize("seed", [3, 4])
+def test_the_driver_builds_the_pass_rows_from_sparks_flags_as_spark_would_whole(spark, tmp_path, seed):
+    from concurrent.futures import Future
+
+    from kafka_chaos.checkers import series_files
+    from kafka_chaos.checkers.spark import hub
+    from kafka_chaos.checkers.spark import queries as q
+    from kafka_chaos.checkers.spark.collect import READ_COLUMNS, SEND_COLUMNS, load, to_pandas
+    runs = {"a": random_run(tmp_path / "a", seed), "b": random_run(tmp_path / "b", seed + 10, sends=500)}
+    nonmonotonic = Future()
+    nonmonotonic.set_result(series_files.runs_nonmonotonic_sends(runs))
+    picked = narrow_files.runs_narrowed(runs, {narrow_files.SENDS: SEND_COLUMNS, narrow_files.READS: READ_COLUMNS},
+                                        nonmonotonic, tmp_path / "picked")
+    mono = q.small_frame(spark, nonmonotonic.result()[["run", "op_id"]], "run int, op_id long")
+    summary = load(spark, picked.summaries, summary_files.NAME, summary_files.FILE_SCHEMA)
+    slim = picked.candidate_rows(to_pandas(hub.candidates_of_summary(summary, mono, slim=True)))
+    whole = to_pandas(hub.candidates_of_summary(summary, mono))
+    s, r = (load(spark, picked.dirs, name, columns) for name, columns in
+            ((narrow_files.SENDS, SEND_COLUMNS), (narrow_files.READS, READ_COLUMNS)))
+    aggregated = to_pandas(hub.candidates_fast(q.value_events(s, r, 2), mono))      # Spark's own aggregation
+    slim, whole, aggregated = (f.sort_values(["run", "value"]).reset_index(drop=True)
+                               for f in (slim, whole, aggregated))
+    assert len(slim) > 100 and slim["k_ambiguous"].any() and slim["lar_p"].notna().any()
+    pd.testing.assert_frame_equal(slim, whole)          # columns, order and dtypes too
+    pd.testing.assert_frame_equal(whole, aggregated)
