@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
 from kafka_chaos.checkers import availability, clients, reference, stall_cause
-from kafka_chaos.checkers.client import ClientVoids, client_voids
+from kafka_chaos.checkers.client import ClientVoids, client_voids, may_void, out_of_order
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
@@ -46,7 +46,6 @@ VERDICTS_TABLE = "verdicts.parquet"
 # While the model replays in Python beside the Spark pass, a thread back from a Py4J call waits for the GIL up to
 # the switch interval (5 ms by default) before it can submit the next job or read a result (_quick_switches).
 SWITCH_INTERVAL_S = 0.0005
-EARLY_VOIDS_MAX_SENDS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -181,8 +180,8 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             except BaseException as e:
                 windows.set_exception(e)
                 raise
-            voids = {run_id: client_voids(run_dir, sends_path(run_dir))     # while the pass runs: see _may_void
-                     for run_id, (run_dir, meta, _) in ready.items() if _may_void(meta, run_dir)}
+            voids = {run_id: client_voids(run_dir, sends_path(run_dir))     # while the pass runs (may_void)
+                     for run_id, (run_dir, meta, _) in ready.items() if may_void(meta.producers, sends_path(run_dir))}
             findings = finding.result()
         for run_id, (run_dir, meta, present) in ready.items():
             model, samples = models[run_id]
@@ -190,7 +189,7 @@ def check(paths: list, force: bool = False, spark_master: str | None = None, eng
             with timed(own, "judge"):
                 found = findings.for_run(run_id)
                 timeouts = (voids.get(run_id) or client_voids(run_dir, sends_path(run_dir))) \
-                    if _idempotent_out_of_order(found.instances) else ClientVoids()
+                    if out_of_order(found.instances) else ClientVoids()
                 verdict, judged = judge_run(meta, model, samples, found, settings, timeouts, run_dir, seen[run_id])
             verdict["checker"] = checker
             write_outputs(run_dir, verdict, judged, own, started)
@@ -242,24 +241,6 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
                                                                   settings.stall_threshold_s, why, whole)):
         verdict["clients"] = per_client
     return verdict, judged
-
-
-def _may_void(meta: RunMeta, run_dir: Path) -> bool:
-    """Whether to read a run's client voids before its anomalies are known: an idempotent producer's duplicates
-    need them, and this thread is idle while the pass runs (an anomaly-dense 10M history's timeouts took 0.4 s
-    after the pass). Not for a history of more than EARLY_VOIDS_MAX_SENDS sends: its timeouts (30M of the 100M
-    heavy bench history's) would sit beside the JVM's heap."""
-    if not any(p.get("idempotent") for p in meta.producers):
-        return False
-    return pq.read_metadata(sends_path(run_dir)).num_rows <= EARLY_VOIDS_MAX_SENDS
-
-
-def _idempotent_out_of_order(instances: pd.DataFrame) -> bool:
-    """Rows only a client-side epoch bump could explain: duplicates or reordering of an idempotent producer."""
-    if not len(instances) or "idempotent" not in instances:
-        return False
-    kinds = instances["kind"].isin(("duplicate", "nonmonotonic_send"))
-    return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
 def _find(ready: dict, engine: str, spark_master: str | None, windows: Future, checker: dict, spent: dict,

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from kafka_chaos.history.client_log import EpochBump, epoch_bumps
 
@@ -34,6 +36,27 @@ from kafka_chaos.history.client_log import EpochBump, epoch_bumps
 # requestEpochBumpForPartition (apache/kafka, clients/.../producer/internals/TransactionManager.java). It bumps for
 # that partition only; judged here per producer like librdkafka's, which is lenient for the Java client.
 TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "TimeoutException")
+
+
+EARLY_VOIDS_MAX_SENDS = 20_000_000
+
+
+def may_void(producers, sends_file: Path | str) -> bool:
+    """Whether `check` reads a run's client voids before its anomalies are known: an idempotent producer's
+    duplicates need them, and its thread is idle while the pass runs (an anomaly-dense 10M history's timeouts took
+    0.4 s after the pass). Not for a history of more than EARLY_VOIDS_MAX_SENDS sends: its timeouts (30M of the
+    100M heavy bench history's) would sit beside the JVM's heap. producers: meta.json's."""
+    if not any(p.get("idempotent") for p in producers):
+        return False
+    return pq.read_metadata(sends_file).num_rows <= EARLY_VOIDS_MAX_SENDS
+
+
+def out_of_order(instances: pd.DataFrame) -> bool:
+    """Rows only a client-side epoch bump could explain: duplicates or reordering of an idempotent producer."""
+    if not len(instances) or "idempotent" not in instances:
+        return False
+    kinds = instances["kind"].isin(("duplicate", "nonmonotonic_send"))
+    return bool((kinds & instances["idempotent"].fillna(False).astype(bool)).any())
 
 
 def message_timeouts(sends_file: Path | str) -> dict[str, np.ndarray]:

@@ -158,7 +158,8 @@ def test_an_idempotent_duplicate_after_the_same_producers_messages_timed_out_is_
 
 
 def test_the_client_voids_read_while_the_pass_runs_or_after_it_give_the_same_verdict(tmp_path, monkeypatch):
-    from kafka_chaos.checkers import check
+    from kafka_chaos.checkers import client
+    from kafka_chaos.history.layout import sends_path
     from kafka_chaos.history.meta import load_meta
     from tests.checkers.conftest import MS
     slow = send("a", offset=0, t=0)
@@ -166,10 +167,11 @@ def test_the_client_voids_read_while_the_pass_runs_or_after_it_give_the_same_ver
     history = ([slow, send("x", outcome="info", t=30 * S)], [read("a", offset=0), read("a", offset=1)])
     early = write_run(tmp_path / "early", *history, **with_times(meta()))
     late = write_run(tmp_path / "late", *history, **with_times(meta()))
-    assert check._may_void(load_meta(early), early)                   # idempotent producers: read beside the pass
+    assert client.may_void(load_meta(early).producers, sends_path(early))    # idempotent: read beside the pass
+    assert not client.may_void([{"name": "p0", "idempotent": False}], sends_path(early))    # no duplicate needs them
     _, verdict, rows = checked(early)
-    monkeypatch.setattr(check, "EARLY_VOIDS_MAX_SENDS", 1)            # a history too large: read after it
-    assert not check._may_void(load_meta(late), late)
+    monkeypatch.setattr(client, "EARLY_VOIDS_MAX_SENDS", 1)           # a history too large: read after it
+    assert not client.may_void(load_meta(late).producers, sends_path(late))
     _, late_verdict, late_rows = checked(late)
     assert verdict["violations"] == late_verdict["violations"] == {}
     assert "timed out" in rows.loc[rows["kind"] == "duplicate", "reason"].item()
