@@ -25,6 +25,9 @@ The same values unique in a run that the bucket sums rely on are relied on here 
 """
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,30 @@ SENDS, READS = "sends.parquet", "reads.parquet"
 MAX_SPAN = 1 << 26      # position cells at most in a dense table (per run): else a sort numbers the positions
 MAX_COPIED_SHARE = 0.5  # a run keeping more of its rows is not copied (a run whose sends all had acks=0 keeps every
                         # read): the pass reads the original files, which then cost no uncompressed copy on disk
+
+
+SCRATCH_PREFIX = "kafka-chaos-narrowed-"
+
+
+def scratch() -> tempfile.TemporaryDirectory:
+    """A temporary directory for one check's copies, named with this process's id; first, those of checks whose
+    process is gone (killed: SIGKILL runs no clean-up) are removed, as a testcontainers reaper would."""
+    root = Path(tempfile.gettempdir())
+    for old in root.glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = old.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:         # another user's process: alive
+        return True
+    return True
 
 
 @dataclass(frozen=True)

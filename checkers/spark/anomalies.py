@@ -14,7 +14,6 @@ the ambiguous values' exact pass runs beside it), and looks up many candidates' 
 from __future__ import annotations
 
 import logging
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -91,7 +90,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     local = spark.sparkContext.master.startswith("local")       # the driver reads the files the executors read
     gather = rows <= ONE_TASK_ROWS and local                    # queries.one_task
     with sql_conf(spark, ONE_TASK_CONF if gather else {}), ThreadPoolExecutor(max_workers=8) as pool, \
-            tempfile.TemporaryDirectory(prefix="kafka-chaos-narrowed-") as scratch:
+            narrow_files.scratch() as scratch:
         if gather:
             # The driver reads the files itself: it picks the per-value pass's rows position by position
             # (narrow_files: ~4 CPU-s of numpy on 10M sends, where Spark's bucket sums took 12-15 and narrowed only

@@ -159,3 +159,20 @@ def test_a_run_that_keeps_most_of_its_rows_is_not_copied(tmp_path):
     assert picked.rows == 20 and not any((copied / name).exists() for name in (narrow_files.SENDS, narrow_files.READS))
     assert picked.summaries == {"zero": tmp_path / "picked" / "0", "clean": tmp_path / "picked" / "1"}
     assert picked.held is None          # its summary is not held beside the pass: Spark brings back every column
+
+
+def test_a_killed_checks_copies_are_removed_by_the_next_check_and_a_live_ones_kept(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()                                                     # a process that has exited: its copies are stale
+    stale, live = tmp_path / f"kafka-chaos-narrowed-{gone.pid}-abc", tmp_path / f"kafka-chaos-narrowed-{os.getpid()}-x"
+    unnamed = tmp_path / "kafka-chaos-narrowed-q1w2e3"                 # an older check's name, with no process id
+    for d in (stale, live, unnamed):
+        (d / "0" / "history").mkdir(parents=True)
+    with narrow_files.scratch() as mine:
+        assert Path(mine).name.startswith(f"kafka-chaos-narrowed-{os.getpid()}-")
+        assert not stale.exists() and live.exists() and unnamed.exists()
+    assert not Path(mine).exists()
