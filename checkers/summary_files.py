@@ -3,7 +3,7 @@
 hub.value_summary groups a history's sends and reads by (run, value) in Spark: the send's code, op_id and
 position, the extremes of its reads and the phases that read them. On the rows the driver already holds after its
 pick (checkers.narrow_files) that exchange and hash aggregation was most of the per-value pass's cost: a cold JVM,
-1.7M rows of the anomaly-dense bench history, 3.8-5.3 s to the rows' return; Arrow's group_by takes 0.3 s of them
+1.7M rows of the anomaly-dense bench history, 3.8-5.3 s to the rows' return; Arrow's group_by takes 0.4 s of them
 on the driver, and Spark then reads the summary (SCHEMA, the same columns and types as hub.value_summary's) and
 applies the kinds' predicates to it (hub.candidates_of_summary), the one place they are written. A cluster's check,
 which never gathers the rows, keeps Spark's aggregation.
@@ -39,12 +39,12 @@ ARROW = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
 TASKS = 4                      # row groups of a summary: Spark splits a file of a few MB between the cores only there
 
 
-def write_summary(sends: pa.Table, reads: pa.Table, history: Path) -> pd.DataFrame:
+def write_summary(sends: pa.Table, reads: pa.Table, history: Path) -> tuple[pa.Table, pd.DataFrame]:
     """hub.value_summary's rows of one run's `sends` (value, partition, offset, outcome, acks, op_id) and `reads`
-    (value, partition, offset, phase, t_ns), written uncompressed to history/NAME; and the rows of its ambiguous
-    values (read at two positions or more: hub's k_ambiguous, decided by the three-level definitions) to
-    history/AMBIGUOUS_SENDS and AMBIGUOUS_READS, whole, as the pick keeps every value. Returns the (partition,
-    offset) those values were read at."""
+    (value, partition, offset, phase, t_ns), numbered (`row`) and written uncompressed to history/NAME; and the rows
+    of its ambiguous values (read at two positions or more: hub's k_ambiguous, decided by the three-level
+    definitions) to history/AMBIGUOUS_SENDS and AMBIGUOUS_READS, whole, as the pick keeps every value. Returns the
+    summary and the (partition, offset) those values were read at."""
     out = value_summary(sends, reads)
     out = out.append_column("row", pa.array(np.arange(out.num_rows, dtype=np.int64)))
     pq.write_table(out, history / NAME, compression="none", row_group_size=max(1, -(-out.num_rows // TASKS)))
