@@ -45,8 +45,6 @@ SENDS, READS = "sends.parquet", "reads.parquet"
 MAX_SPAN = 1 << 26      # position cells at most in a dense table (per run): else a sort numbers the positions
 MAX_COPIED_SHARE = 0.5  # a run keeping more of its rows is not copied (a run whose sends all had acks=0 keeps every
                         # read): the pass reads the original files, which then cost no uncompressed copy on disk
-
-
 SCRATCH_PREFIX = "kafka-chaos-narrowed-"
 
 
@@ -184,7 +182,6 @@ def _acked(sends: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     partition = pc.greater_equal(pc.fill_null(sends["partition"], -1), 0).to_numpy(zero_copy_only=False)
     offset = pc.greater_equal(pc.fill_null(sends["offset"], -1), 0).to_numpy(zero_copy_only=False)
     return ok & partition & offset, ok & partition
-
 
 
 def _cells(sends: pa.Table, reads: pa.Table, acked: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

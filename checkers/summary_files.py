@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_chaos.checkers.bucket_files import column_codes
+from kafka_chaos.checkers.lookup_files import ARROW, PANDAS
 from kafka_chaos.checkers.spark.queries import ACKS, OUTCOMES, POS_BITS, POS_SHIFT
 
 NAME = "summary.parquet"
@@ -35,7 +36,6 @@ LIVE, FINAL = 1, 2             # hub's `phases` bits
 SCHEMA = {"value": "string", "code": "int", "op_id": "long", "s_p": "int", "s_o": "long", "n_reads": "long",
           "r_min": "long", "r_max": "long", "t_read": "long", "phases": "int"}    # Spark's types, `run` added
 FILE_SCHEMA = {**SCHEMA, "row": "long"}     # the file's: `row` numbers the summary's rows (candidate_rows)
-ARROW = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
 TASKS = 4                      # row groups of a summary: Spark splits a file of a few MB between the cores only there
 
 
@@ -78,7 +78,7 @@ def candidate_rows(summary: pa.Table, flags: pd.DataFrame) -> pd.DataFrame:
 
 def _ints(column: pa.ChunkedArray):
     """A nullable integer column as collect.to_pandas gives it."""
-    return column.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype()}.get).array
+    return column.to_pandas(types_mapper=PANDAS).array
 
 
 def _unpacked(packed: pa.ChunkedArray):
@@ -117,7 +117,6 @@ def value_summary(sends: pa.Table, reads: pa.Table) -> pa.Table:
                "r_max": g["position_max"], "t_read": g["t_min"],
                "phases": pc.if_else(read, phases, pa.scalar(None, pa.int32()))}
     return pa.table({c: pc.cast(columns[c], ARROW[t]) for c, t in SCHEMA.items()})
-
 
 
 def _array(column: pa.ChunkedArray) -> pa.Array:
