@@ -28,7 +28,9 @@ class Findings:
     def for_run(self, run_id: str) -> "RunFindings":
         def mine(frame: pd.DataFrame) -> pd.DataFrame:
             return frame[frame["run_id"] == run_id].drop(columns="run_id").reset_index(drop=True)
-        inst = self.instances[self.instances["run_id"] == run_id].drop(columns="run_id")
+        mine_only = self.instances["run_id"] == run_id
+        inst = self.instances if mine_only.all() else self.instances[mine_only]     # one run: no copy to filter
+        inst = inst.drop(columns="run_id")
         return RunFindings(instances.normalise(inst), self.counts.get(run_id, Counts(0, 0, 0, 0, 0, 0)),
                            mine(self.ack_buckets), mine(self.pending_buckets), self.final_reads.get(run_id, {}),
                            self.acks.get(run_id, ()))

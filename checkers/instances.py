@@ -31,8 +31,8 @@ INSTANCE_COLUMNS = {
 
 def typed(df: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
     """Canonical dtypes and column order (missing columns all null), rows as given; `keep`: extra columns kept."""
-    out = pd.DataFrame({c: df[c].astype(t) if c in df.columns else pd.Series(pd.NA, index=df.index, dtype=t)
-                        for c, t in INSTANCE_COLUMNS.items()})
+    out = pd.DataFrame({c: df[c].astype(t, copy=False) if c in df.columns else
+                        pd.Series(pd.NA, index=df.index, dtype=t) for c, t in INSTANCE_COLUMNS.items()}, copy=False)
     for c in keep:
         out[c] = df[c]
     return out
@@ -41,7 +41,9 @@ def typed(df: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
 def normalise(df: pd.DataFrame) -> pd.DataFrame:
     """Canonical dtypes, column order and row order."""
     out = typed(df)
-    return out.take(_order(out)).reset_index(drop=True)
+    out = out.take(_order(out))
+    out.index = pd.RangeIndex(len(out))     # not reset_index: that copies every column once more
+    return out
 
 
 def _order(df: pd.DataFrame):

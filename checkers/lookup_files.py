@@ -1,5 +1,7 @@
 """Look-ups in a local check's history files, on the driver: the candidates' send columns, and the reads at the
-candidate positions, when there are many of them.
+candidate positions, when there are many of them. (The check itself now looks up only sends: the reads at the
+divergent positions' candidates are no longer needed since the pick finds those positions, checkers.divergent_files;
+`read_rows` stays, tested against Spark's query, for a look-up by position.)
 
 After the per-value pass of an anomaly-dense history, the check looks up ~580k sends by op_id and ~580k positions
 in the reads (10M sends, bench `heavy`). Spark's way, a broadcast semi-join, first builds and ships a table of the

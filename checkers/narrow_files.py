@@ -13,8 +13,8 @@ read against the acked send's value) and the final drain read it there. A send i
 position is clean, it is not a nonmonotonic send, and its value is read at no unclean position (else the value is
 read elsewhere too: a duplicate, and every row of it goes in). A read is left out when its position is clean. What
 remains holds every row of each value it holds (the pass needs whole values) and every read at each position it
-holds (the divergent positions' look-ups need whole positions). A send that is not acked at a position is left
-out too when nobody read its value and no kind can flag it unread (only `lost` does: ok, acks 1 or all, a
+holds (checkers.divergent_files finds the divergent positions among them). A send that is not acked at a position
+is left out too when nobody read its value and no kind can flag it unread (only `lost` does: ok, acks 1 or all, a
 partition). Heavy's 25M rows become 1.7M, the tiled real history's 27.6M 32k, the clean one's 30M 1,500; ~4 CPU-s
 on 10M sends. The look-ups after the pass read the copies too (checkers.lookup_files).
 
@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kafka_chaos.checkers import bucket_files, summary_files
+from kafka_chaos.checkers import bucket_files, divergent_files, summary_files
 from kafka_chaos.checkers.spark.queries import ACKED, ACKS, OK, OUTCOMES
 
 SENDS, READS = "sends.parquet", "reads.parquet"
@@ -81,6 +81,7 @@ class Picked:
     ambiguous_at: pd.DataFrame | None = None      # (run, partition, offset) the ambiguous values were read at
     held: dict[int, pa.Table] | None = None       # run index -> its summary, held for `candidate_rows`; None when
     # a run was not copied (its summary is near all of its values: not held beside the pass)
+    divergent: pd.DataFrame | None = None         # run, then divergent_files.COLUMNS: every divergent position
 
     def candidate_rows(self, flags: pd.DataFrame) -> pd.DataFrame:
         """The per-value pass's rows from Spark's slim answer (hub.candidates_of_summary with `row`) and the
@@ -96,7 +97,7 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
     {column: Spark type}}) Spark loads (the run's own directory where it keeps more than MAX_COPIED_SHARE of its
     rows); and the bucket counts, from the same read. nonmonotonic: a Future of (run, op_id, ...) rows, `run` the
     run's index: waited for only once the rest is decided."""
-    dirs, summaries, kept, counts, held, ambiguous = {}, {}, 0, [], {}, []
+    dirs, summaries, kept, counts, held, ambiguous, divergent = {}, {}, 0, [], {}, [], []
     with ThreadPoolExecutor(max_workers=2) as side:     # numpy and Arrow let go of the GIL: a second core's work
         for i, (run_id, run_dir) in enumerate(runs.items()):
             sends, reads = (pq.read_table(Path(run_dir) / "history" / name, columns=list(columns[name]),
@@ -112,6 +113,7 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
             history = into / str(i) / "history"
             history.mkdir(parents=True)
             summary = side.submit(summary_files.write_summary, kept_sends, kept_reads, history)
+            diverging = side.submit(divergent_files.several_values, kept_reads)
             summaries[run_id] = into / str(i)
             picked = kept_sends.num_rows + kept_reads.num_rows
             if picked > MAX_COPIED_SHARE * (len(keep_s) + len(keep_r)):
@@ -126,10 +128,12 @@ def runs_narrowed(runs: dict[str, Path], columns: dict[str, dict[str, str]], non
             if held is not None:
                 held[i] = table
             ambiguous.append(at.assign(run=i))
+            divergent.append(diverging.result().assign(run=i))
             counts.append(counting.result().assign(run=i))
             kept += picked
     return Picked(dirs, kept, pd.concat(counts, ignore_index=True)[bucket_files.COLUMNS], summaries,
-                  pd.concat(ambiguous, ignore_index=True)[["run", "partition", "offset"]] if ambiguous else None, held)
+                  pd.concat(ambiguous, ignore_index=True)[["run", "partition", "offset"]] if ambiguous else None, held,
+                  pd.concat(divergent, ignore_index=True)[["run", *divergent_files.COLUMNS]] if divergent else None)
 
 
 def narrowed(sends: pa.Table, reads: pa.Table, nonmonotonic) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from kafka_chaos.base.arrays import filled
 from kafka_chaos.checkers import availability, instances
 from kafka_chaos.checkers.client import ClientVoids, epoch_bumps_between
 from kafka_chaos.checkers.completeness import Completeness
@@ -113,7 +114,7 @@ class Judge:
     def unpredicted(self, rows: pd.DataFrame) -> np.ndarray:
         """Name the observed event (a high-watermark drop or an unclean election the model did not predict)
         that alone explains a lost committed record, if there is one ("" where none)."""
-        out = np.full(len(rows), "", dtype=object)
+        out = filled(len(rows), "")
         part, off = rows["partition"].astype("Int64"), rows["offset"].astype("Int64")
         for e in reversed(self.observed_losses):      # the first event that explains it names it
             lo, hi = e.get("hw_after"), e.get("hw_before")
@@ -134,8 +135,7 @@ class Judge:
         """(classification, reason suffix) of the anomalies of one kind, by the rule for it (docs/history.md)."""
         name = RULE_OF_KIND.get(rows["kind"].iloc[0])
         if name is None:
-            return np.full(len(rows), "allowed", dtype=object), np.full(len(rows), "; counted, not an anomaly",
-                                                                          dtype=object)
+            return filled(len(rows), "allowed"), filled(len(rows), "; counted, not an anomaly")
         return getattr(self, name)(rows, durability, model_reason)
 
     def _lost(self, rows, durability, model_reason):
@@ -224,7 +224,7 @@ class Judge:
 
 
 def _constant(rows: pd.DataFrame, classification: str, why: str):
-    return np.full(len(rows), classification, dtype=object), np.full(len(rows), why, dtype=object)
+    return filled(len(rows), classification), filled(len(rows), why)
 
 
 RULE_OF_KIND = {k: f"_{v.rule}" for k, v in KINDS.items() if v.rule}     # each kind's rule, declared with it
@@ -243,7 +243,7 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
         dropped = out["kind"].isin(LOST_KINDS) & out["partition"].isin(list(complete.incomplete))
         out = out[~dropped.fillna(False).to_numpy(dtype=bool)].reset_index(drop=True)
     n = len(out)
-    classification = np.full(n, "allowed", dtype=object)
+    classification = filled(n, "allowed")
     durability = np.full(n, None, dtype=object)
     model_reason = np.full(n, None, dtype=object)
     is_send = out["kind"].isin(SEND_KINDS).to_numpy() & out["acks"].notna().to_numpy() if n else np.zeros(0, bool)
@@ -252,7 +252,7 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
         durability[is_send] = cls["durability"].to_numpy()
         model_reason[is_send] = cls["reason"].to_numpy()
     j = Judge(meta, model, complete, observed_losses, stalls, max_stall_s, client_voids)
-    reason = np.full(n, "", dtype=object)
+    reason = filled(n, "")
     kinds = out["kind"].astype(object).to_numpy()
     for kind in pd.unique(kinds):
         at = np.nonzero(kinds == kind)[0]
@@ -271,7 +271,7 @@ def _joined(words: np.ndarray, why: np.ndarray) -> np.ndarray:
     and one reason, such as recovered: 5M rows at 100M anomaly-dense sends, each given a new ~150-character
     string before)."""
     if len(words) and (words == words[0]).all() and (why == why[0]).all():
-        return np.full(len(words), words[0] + why[0], dtype=object)
+        return filled(len(words), words[0] + why[0])
     return words + why
 
 
@@ -282,7 +282,8 @@ def anomalies_table(judged: pd.DataFrame) -> pa.Table:
     cols = {f.name: judged[f.name] for f in ANOMALIES_SCHEMA}
     ints = {f.name: "Int32" if f.type == pa.int32() else "Int64" for f in ANOMALIES_SCHEMA
             if pa.types.is_integer(f.type)}
-    frame = pd.DataFrame(cols).astype({"durability": object, "classification": object, "reason": object, **ints})
+    frame = pd.DataFrame(cols, copy=False).astype({"durability": object, "classification": object, "reason": object,
+                                                   **ints}, copy=False)
     return pa.Table.from_pandas(frame, schema=ANOMALIES_SCHEMA, preserve_index=False)
 
 

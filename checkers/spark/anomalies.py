@@ -8,8 +8,8 @@ only, where the driver reads the same files and is cheaper than Spark's jobs: it
 availability islands (checkers.availability_files), finds the nonmonotonic sends and poll gaps
 (checkers.series_files), picks the per-value pass's rows position by position (checkers.narrow_files) and
 aggregates them per value (checkers.summary_files: Spark's pass applies the kinds' predicates to that summary, and
-the ambiguous values' exact pass runs beside it), and looks up many candidates' sends and reads
-(checkers.lookup_files) itself.
+the ambiguous values' exact pass runs beside it), finds the divergent positions among the picked reads
+(checkers.divergent_files), and looks up many candidates' sends (checkers.lookup_files) itself.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
@@ -123,30 +124,20 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
                                                     nonmono.result(), unplaced, rows,
                                                     picked.result() if picked is not None else None)
         amb = divergent.split_ambiguous(found)
+        pick = picked.result() if gather else None
         try:
-            # Two lookups at once: the candidates' send columns, and the reads at the candidate positions known now,
-            # which hold the ambiguous values' reads: no scan for those values, whose sends the pass brought.
             # the driver reads the files itself (lookup_files): the picked copies, which hold every candidate's
             # send and every read at a position a candidate was read or acked at (narrow_files)
-            files = picked.result().dirs if gather else None
-            sent = pool.submit(_send_details, spark, s_src, found, files)
-            known = divergent.known_positions(found, amb, doubles, unplaced,
-                                              partial(buckets.acked_at, sums.result()) if sums is not None else None)
-            there = pool.submit(_reads_at, spark, r_src, known, files)
-            if gather and picked.result().summaries is not None:      # decided beside the per-value pass
+            sent = pool.submit(_send_details, spark, s_src, found, pick.dirs if pick is not None else None)
+            if pick is not None and pick.divergent is not None:
+                # the ambiguous values decided beside the per-value pass; the divergent positions found in the pick
                 if exact.result() is None and len(amb):
                     raise AssertionError("the per-value pass found ambiguous values the driver's summary did not")
-                per_value, amb_positions = divergent.with_exact(found, exact.result()), picked.result().ambiguous_at
+                per_value = divergent.with_exact(found, exact.result())
+                diverged = pool.submit(instance_rows, [pick.divergent.assign(kind="divergent")])
             else:
-                amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
-                per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
-            positions = divergent.candidates(found, amb_positions, doubles, unplaced)
-            fetched = (there.result(), divergent.middle_positions(amb, amb_positions, unplaced)) \
-                if known is not None else None
+                per_value, diverged = _looked_up(spark, pool, found, amb, doubles, unplaced, sums, r_src, reads)
             found = amb = None      # per_value holds the rows from here: not both beside the last jobs
-            # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
-            diverged = pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
-                                   positions, unplaced, fetched)
             breached = breaches.result()
             details = _with_breached(spark, sends, sent.result(), breached)
             found = [diverged.result(), poll_skips.result()]
@@ -162,7 +153,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
     found = [_per_value_rows(per_value, details), _breach_rows(breached, details), *found]
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
-    found = found.assign(run_id=[run_ids[int(i)] for i in found["run"]]).drop(columns="run")
+    found = found.assign(run_id=np.asarray(run_ids, dtype=object)[found["run"].to_numpy(dtype=np.int64)]) \
+        .drop(columns="run")
     counts, acks, idempotent, final_reads = _summaries(run_ids, send_summary, read_summary)
     return Findings(instances=found, counts=counts, ack_buckets=_with_run_id(ack_b, run_ids),
                     pending_buckets=_with_run_id(pending_b, run_ids), final_reads=final_reads, acks=acks,
@@ -177,11 +169,10 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
     those of the unclean buckets (checkers.spark.buckets, persisted), or the whole history when there are no bucket
     sums or most buckets are unclean."""
     narrowed = False
-    if sums is not None:
+    if sums is not None and picked is None:      # the pick holds the rows and found the divergent positions
         unclean, crowded, total = buckets.judge_buckets(sums)
-        if picked is None:      # the pick already holds the nonmonotonic sends; only the crowded buckets are wanted
-            unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
-            narrowed = buckets.narrows(sums, unclean, total, unplaced)
+        unclean = pd.concat([unclean, buckets.nonmonotonic_buckets(nonmono)], ignore_index=True).drop_duplicates()
+        narrowed = buckets.narrows(sums, unclean, total, unplaced)
     if narrowed:
         s_src, r_src = buckets.in_unclean(spark, sends, reads, unclean, unplaced)
         s_src, r_src = s_src.persist(), r_src.persist()
@@ -213,7 +204,9 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         found = pass_over(s_src, r_src)     # fills the new caches from the narrowed ones: only then drop those
         narrow_s.unpersist()
         narrow_r.unpersist()
-    if sums is None or (unplaced and not narrowed):
+    if picked is not None:      # positions acked twice name divergent.candidates: the pick found the divergent
+        doubles = pd.DataFrame(columns=divergent.AT)
+    elif sums is None or (unplaced and not narrowed):
         doubles = divergent.double_acked(spark, sends, unplaced)
     elif len(crowded):     # the bucket sums found them: no second pass over every send (an anomaly-dense history)
         doubles = to_pandas(buckets.double_acked(spark, s_src, crowded), "double acks", CRITICAL)
@@ -247,6 +240,25 @@ def _breaching(spark: SparkSession, sends: DataFrame, run_ids: list[str], breach
     return to_pandas(q.breaching_sends(sends, frame), "min ISR breaches")
 
 
+def _looked_up(spark: SparkSession, pool: ThreadPoolExecutor, found: pd.DataFrame, amb: pd.DataFrame,
+               doubles: pd.DataFrame, unplaced: set[int], sums: Future | None, r_src: DataFrame,
+               reads: DataFrame) -> tuple[pd.DataFrame, Future]:
+    """The per-value rows with the ambiguous values `amb` decided (divergent.decide_ambiguous), and the divergent
+    rows, when the driver did not pick the rows (a cluster's check, or a history too large to gather): the reads at
+    the candidate positions known now are looked up first, and they hold the ambiguous values' reads, so no scan
+    for those values, whose sends the pass brought."""
+    known = divergent.known_positions(found, amb, doubles, unplaced,
+                                      partial(buckets.acked_at, sums.result()) if sums is not None else None)
+    there = pool.submit(_reads_at, spark, r_src, known)
+    amb_reads = divergent.reads_of_ambiguous(spark, r_src, amb, there.result())
+    per_value, amb_positions = divergent.decide_ambiguous(spark, found, amb, amb_reads)
+    positions = divergent.candidates(found, amb_positions, doubles, unplaced)
+    fetched = (there.result(), divergent.middle_positions(amb, amb_positions, unplaced)) if known is not None else None
+    # narrowed sources hold every read at a candidate position (buckets); grouping every read does not
+    return per_value, pool.submit(divergent.divergent_rows, spark, r_src if positions is not None else reads,
+                                  positions, unplaced, fetched)
+
+
 def _send_details(spark: SparkSession, sends: DataFrame, found: pd.DataFrame,
                   files: dict[str, Path] | None = None) -> pd.DataFrame:
     """The send columns of every candidate that was sent; many of them are read by the driver from `files` (the
@@ -275,15 +287,11 @@ def _with_breached(spark: SparkSession, sends: DataFrame, details: pd.DataFrame,
     return pd.concat([details, more], ignore_index=True)
 
 
-def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None,
-              files: dict[str, Path] | None = None) -> pd.DataFrame:
-    """The reads at the `known` candidate positions (none if None: too many to look up one by one); many of them
-    are read by the driver from `files`, as `_send_details`."""
+def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None) -> pd.DataFrame:
+    """The reads at the `known` candidate positions (none if None: too many to look up one by one)."""
     if known is None or not len(known):
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (("run", "int64"), ("partition", "int64"),
                              ("offset", "int64"), ("value", "string"), ("t_ns", "int64"), ("phase", "string"))})
-    if files is not None and len(known) >= lookup_files.MIN_KEYS:
-        return lookup_files.read_rows(files, known, {c: READ_COLUMNS[c] for c in q.LOOKED_UP if c != "run"})
     keys = q.small_frame(spark, known, "run int, partition int, offset long")
     return to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
 
