@@ -129,17 +129,22 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             # the driver reads the files itself (lookup_files): the picked copies, which hold every candidate's
             # send and every read at a position a candidate was read or acked at (narrow_files)
             sent = pool.submit(_send_details, spark, s_src, found, pick.dirs if pick is not None else None)
+            sent_rows = pool.submit(lambda: _with_breached(spark, sends, sent.result(), breaches.result()))
             if pick is not None and pick.divergent is not None:
-                # the ambiguous values decided beside the per-value pass; the divergent positions found in the pick
+                # The divergent positions were found in the pick, the ambiguous values are decided beside the
+                # per-value pass, and the instance rows of the values the pass decided are put together while that
+                # exact pass ends (a gathered history's: at most a few million rows beside the JVM's heap).
+                decided = divergent.with_exact(found, None)
+                early = pool.submit(lambda rows=decided: _per_value_rows(rows, sent_rows.result()))
                 if exact.result() is None and len(amb):
                     raise AssertionError("the per-value pass found ambiguous values the driver's summary did not")
-                per_value = divergent.with_exact(found, exact.result())
+                per_value = exact.result()
                 diverged = pool.submit(instance_rows, [pick.divergent.assign(kind="divergent")])
             else:
+                early = None
                 per_value, diverged = _looked_up(spark, pool, found, amb, doubles, unplaced, sums, r_src, reads)
-            found = amb = None      # per_value holds the rows from here: not both beside the last jobs
-            breached = breaches.result()
-            details = _with_breached(spark, sends, sent.result(), breached)
+            found = amb = decided = None      # per_value holds the rows from here: not both beside the last jobs
+            breached, details = breaches.result(), sent_rows.result()
             found = [diverged.result(), poll_skips.result()]
         finally:
             for frame in (s_src, r_src):
@@ -147,10 +152,11 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         read_summary = buckets.reads_summary(sums.result()) if sums is not None else read_summary.result()
         avail = avail.result()
         ack_b, pending_b = (avail[avail["pending"] == flag].drop(columns="pending") for flag in (0, 1))
-    if when_done is not None:
-        when_done()
+        if when_done is not None:       # every Spark job is back: the early rows, if any, are still being built
+            when_done()
     # after when_done: on 100M anomaly-dense sends these rows are the driver's largest frames (7M instances)
-    found = [_per_value_rows(per_value, details), _breach_rows(breached, details), *found]
+    found = [_per_value_rows(per_value, details) if per_value is not None else pd.DataFrame(),
+             _breach_rows(breached, details), *found, *([early.result()] if early is not None else [])]
     found = pd.concat([f for f in found if len(f)], ignore_index=True) if any(len(f) for f in found) else \
         instances.empty().assign(run=pd.Series(dtype="int64"))
     found = found.assign(run_id=np.asarray(run_ids, dtype=object)[found["run"].to_numpy(dtype=np.int64)]) \

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -65,7 +66,8 @@ def sql_conf(spark: SparkSession, settings: dict[str, str]):
     try:
         yield
     finally:
-        for k, v in before.items():
+        stopped = SparkContext._active_spark_context is None     # the block ended the session: nothing to restore
+        for k, v in ({} if stopped else before).items():
             if v is None:
                 spark.conf.unset(k)
             else:
