@@ -12,9 +12,9 @@ The driver keeps each copied run's summary, numbered by a `row` column, so Spark
 and the flags of the candidates (hub.candidates_of_summary's `slim`); `candidate_rows` puts the rest of each row
 back from the summary, where 26 columns of 584k rows came through Arrow from a cold JVM before.
 
-The summary names the ambiguous values (read at two positions) before Spark's pass runs, so their rows are written
-beside it and their exact pass (queries.candidates) runs beside the per-value pass instead of after it and its
-look-ups: on the anomaly-dense bench history, 1.0-1.4 s later otherwise.
+The summary names the ambiguous values (read at two positions) before Spark's pass runs, so their exact per-value
+columns are computed here too (checkers.exact_files) and Spark applies the predicates to them beside the per-value
+pass (queries.candidates_of_per_value), instead of after it and its look-ups.
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kafka_chaos.checkers import exact_files
 from kafka_chaos.checkers.bucket_files import column_codes
 from kafka_chaos.checkers.lookup_files import ARROW, PANDAS
 from kafka_chaos.checkers.spark.queries import ACKS, OUTCOMES, POS_BITS, POS_SHIFT
 
 NAME = "summary.parquet"
-AMBIGUOUS_SENDS, AMBIGUOUS_READS = "ambiguous_sends.parquet", "ambiguous_reads.parquet"
 LIVE, FINAL = 1, 2             # hub's `phases` bits
 SCHEMA = {"value": "string", "code": "int", "op_id": "long", "s_p": "int", "s_o": "long", "n_reads": "long",
           "r_min": "long", "r_max": "long", "t_read": "long", "phases": "int"}    # Spark's types, `run` added
@@ -41,17 +41,17 @@ TASKS = 4                      # row groups of a summary: Spark splits a file of
 
 def write_summary(sends: pa.Table, reads: pa.Table, history: Path) -> tuple[pa.Table, pd.DataFrame]:
     """hub.value_summary's rows of one run's `sends` (value, partition, offset, outcome, acks, op_id) and `reads`
-    (value, partition, offset, phase, t_ns), numbered (`row`) and written uncompressed to history/NAME; and the rows
-    of its ambiguous values (read at two positions or more: hub's k_ambiguous, decided by the three-level
-    definitions) to history/AMBIGUOUS_SENDS and AMBIGUOUS_READS, whole, as the pick keeps every value. Returns the
-    summary and the (partition, offset) those values were read at."""
+    (value, partition, offset, phase, t_ns), numbered (`row`) and written uncompressed to history/NAME; and the
+    exact per-value columns of its ambiguous values (read at two positions or more: hub's k_ambiguous, decided by
+    the three-level definitions) to history/exact_files.NAME, from their rows, whole, as the pick keeps every
+    value. Returns the summary and the (partition, offset) those values were read at."""
     out = value_summary(sends, reads)
     out = out.append_column("row", pa.array(np.arange(out.num_rows, dtype=np.int64)))
     pq.write_table(out, history / NAME, compression="none", row_group_size=max(1, -(-out.num_rows // TASKS)))
     ambiguous = out.filter(pc.fill_null(pc.not_equal(out["r_min"], out["r_max"]), False))["value"]
-    pq.write_table(sends.filter(pc.is_in(sends["value"], value_set=ambiguous)), history / AMBIGUOUS_SENDS)
     amb_reads = reads.filter(pc.is_in(reads["value"], value_set=ambiguous))
-    pq.write_table(amb_reads, history / AMBIGUOUS_READS)
+    exact = exact_files.per_value_exact(sends.filter(pc.is_in(sends["value"], value_set=ambiguous)), amb_reads)
+    pq.write_table(exact, history / exact_files.NAME)
     return out, amb_reads.select(["partition", "offset"]).to_pandas().astype("int64").drop_duplicates()
 
 

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafka_chaos.checkers import (
     availability_files,
+    exact_files,
     instances,
     lookup_files,
     narrow_files,
@@ -303,15 +304,15 @@ def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None)
 
 
 def _ambiguous_exact(spark: SparkSession, picked: Future, nonmono: Future) -> pd.DataFrame | None:
-    """The exact per-value rows of the values the driver's summary found ambiguous (checkers.summary_files), from
-    their rows it wrote; None when there are none."""
+    """The exact per-value rows of the values the driver's summary found ambiguous (checkers.summary_files): every
+    kind's predicate over the per-value columns the driver computed for them (checkers.exact_files); None when
+    there are none."""
     p: narrow_files.Picked = picked.result()
     if p.summaries is None or not len(p.ambiguous_at):
         return None
-    s, r = (load(spark, p.summaries, name, columns) for name, columns in
-            ((summary_files.AMBIGUOUS_SENDS, SEND_COLUMNS), (summary_files.AMBIGUOUS_READS, READ_COLUMNS)))
+    columns = load(spark, p.summaries, exact_files.NAME, exact_files.SCHEMA)
     mono = q.small_frame(spark, nonmono.result()[["run", "op_id"]], "run int, op_id long")
-    return divergent.exact_kinds(s, r, mono)
+    return to_pandas(q.candidates_of_per_value(columns, mono), "ambiguous: exact kinds")
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:

@@ -231,6 +231,13 @@ def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     lacks, and the live read's offset there), k_<kind>.
     at_position: `value_positions`; nonmonotonic: (run, op_id).
     """
+    return candidates_of_per_value(per_value_exact(at_position), nonmonotonic)
+
+
+def per_value_exact(at_position: DataFrame) -> DataFrame:
+    """The per-value columns `candidates` applies the predicates to, by the second and third aggregation levels:
+    run, value, code, op_id, s_p, s_o, s_fin, at_acked, n_pos, first_p, first_o, lar_p, lar_o, t_read. A local
+    check computes the same columns on the driver for its ambiguous values (checkers.exact_files)."""
     read_here, send_here = F.col("n_reads") > 0, F.col("code") > 0
     at_partition = at_position.groupBy("run", "value", "p").agg(
         F.max("code").alias("code"), F.max("op_id").alias("op_id"),
@@ -244,7 +251,7 @@ def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
     read_here = F.col("n_pos") > 0
     after_read = (F.col("live_p") == 1) & (F.col("fin_p") == 0)    # read live here, absent from the drain here
     # min_by over the partition gives the first position exactly: first_o is already the least offset within it.
-    per_value = at_partition.groupBy("run", "value").agg(
+    return at_partition.groupBy("run", "value").agg(
         F.max("code").alias("code"), F.max("op_id").alias("op_id"),
         F.max(F.when(F.col("code") > 0, F.col("p"))).alias("s_p"), F.max("s_o").alias("s_o"),
         F.max(F.when(F.col("code") > 0, F.col("fin_p"))).alias("s_fin"),
@@ -255,6 +262,9 @@ def candidates(at_position: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
         F.min_by("live_o", F.when(after_read, F.col("p"))).alias("lar_o"),
         F.min("t_read").alias("t_read"))
 
+
+def candidates_of_per_value(per_value: DataFrame, nonmonotonic: DataFrame) -> DataFrame:
+    """`candidates`' rows from `per_value_exact`'s columns, however they were computed: every kind's predicate."""
     summary = per_value_summary(F.col("code"), F.col("s_p"), F.col("s_o"), F.col("n_pos"), F.col("s_fin") == 1,
                                 F.col("at_acked"), F.col("lar_p"))
     marked, flags = flagged(per_value, summary, nonmonotonic)

@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_chaos.checkers import narrow_files, summary_files
+from kafka_chaos.checkers import exact_files, narrow_files, summary_files
 
 from .conftest import read, send, write_run
 from .test_bucket_files import random_run
@@ -57,7 +57,7 @@ def test_edge_rows_summarise_to_sparks_rows(spark, tmp_path):
     assert row.loc["twice", "phases"] == summary_files.LIVE | summary_files.FINAL
 
 
-def test_the_ambiguous_values_rows_are_written_whole_beside_the_summary(tmp_path):
+def test_the_ambiguous_values_exact_columns_are_written_beside_the_summary(tmp_path):
     sends = [send("twice", offset=2), send("once", offset=3), send("thrice", offset=4)]
     reads = [read("twice", offset=2), read("twice", partition=1, offset=2, consumer="c1"), read("once", offset=3),
              read("thrice", offset=4), read("thrice", offset=5, consumer="c1"), read("thrice", offset=6)]
@@ -66,8 +66,9 @@ def test_the_ambiguous_values_rows_are_written_whole_beside_the_summary(tmp_path
     summary, at = summary_files.write_summary(s, r, tmp_path)
     assert summary["row"].to_pylist() == [0, 1, 2]
     assert set(map(tuple, at.to_numpy())) == {(0, 2), (1, 2), (0, 4), (0, 5), (0, 6)}
-    assert sorted(pq.read_table(tmp_path / summary_files.AMBIGUOUS_SENDS)["value"].to_pylist()) == ["thrice", "twice"]
-    assert len(pq.read_table(tmp_path / summary_files.AMBIGUOUS_READS)) == 5
+    exact = pq.read_table(tmp_path / exact_files.NAME).to_pandas().set_index("value")
+    assert sorted(exact.index) == ["thrice", "twice"]                    # "once" is decided from its extremes
+    assert exact.loc["twice", "n_pos"] == 2 and exact.loc["thrice", "n_pos"] == 3
     assert len(pq.read_table(tmp_path / summary_files.NAME)) == 3
 
 
