@@ -33,7 +33,6 @@ from kafka_chaos.checkers import (
 )
 from kafka_chaos.checkers.availability import BUCKET_NS, NEVER
 from kafka_chaos.checkers.findings import Findings
-from kafka_chaos.checkers.reference import Counts
 from kafka_chaos.checkers.spark import buckets, divergent, hub
 from kafka_chaos.checkers.spark import queries as q
 from kafka_chaos.checkers.spark.collect import (
@@ -103,9 +102,11 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
             picked = pool.submit(narrow_files.runs_narrowed, runs, {narrow_files.SENDS: SEND_COLUMNS,
                                  narrow_files.READS: READ_COLUMNS}, nonmono, Path(scratch))
             sums = pool.submit(lambda: picked.result().counts)
-            exact = pool.submit(_ambiguous_exact, spark, picked, nonmono)
+            # the nonmonotonic sends' marks as Spark's table once they are known, before the pick ends: both passes'
+            marks = pool.submit(lambda: _marks(spark, nonmono.result()))
+            exact = pool.submit(_ambiguous_exact, spark, picked, marks)
         else:
-            picked = None
+            picked = marks = None
             sums = pool.submit(to_pandas, buckets.bucket_sums(sends, reads), "bucket sums", CRITICAL) \
                 if narrow else None
             nonmono = pool.submit(to_pandas, q.nonmonotonic_sends(sends, gather), "nonmonotonic sends", CRITICAL)
@@ -123,7 +124,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         unplaced = divergent.runs_without_positions(send_summary)
         found, doubles, (s_src, r_src) = _per_value(spark, sends, reads, sums.result() if sums is not None else None,
                                                     nonmono.result(), unplaced, rows,
-                                                    picked.result() if picked is not None else None)
+                                                    picked.result() if picked is not None else None,
+                                                    marks.result() if marks is not None else None)
         amb = divergent.split_ambiguous(found)
         pick = picked.result() if gather else None
         try:
@@ -162,7 +164,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         instances.empty().assign(run=pd.Series(dtype="int64"))
     found = found.assign(run_id=np.asarray(run_ids, dtype=object)[found["run"].to_numpy(dtype=np.int64)]) \
         .drop(columns="run")
-    counts, acks, idempotent, final_reads = _summaries(run_ids, send_summary, read_summary)
+    counts, acks, idempotent, final_reads = buckets.run_summaries(run_ids, send_summary, read_summary)
     return Findings(instances=found, counts=counts, ack_buckets=_with_run_id(ack_b, run_ids),
                     pending_buckets=_with_run_id(pending_b, run_ids), final_reads=final_reads, acks=acks,
                     idempotent=idempotent)
@@ -170,7 +172,7 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
 
 def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd.DataFrame | None,
                nonmono: pd.DataFrame, unplaced: set[int], rows: int,
-               picked: narrow_files.Picked | None = None):
+               picked: narrow_files.Picked | None = None, marks: DataFrame | None = None):
     """The per-value pass's rows (hub.candidates_fast); the positions acked twice; the sends and reads the pass ran
     on: the rows the driver `picked` (checkers.narrow_files; `sums` are then its bucket counts, checkers.bucket_files),
     those of the unclean buckets (checkers.spark.buckets, persisted), or the whole history when there are no bucket
@@ -191,7 +193,7 @@ def _per_value(spark: SparkSession, sends: DataFrame, reads: DataFrame, sums: pd
         rows = picked.rows
     else:
         s_src, r_src = sends, reads
-    mono = q.small_frame(spark, nonmono[["run", "op_id"]], "run int, op_id long")
+    mono = marks if marks is not None else _marks(spark, nonmono)
 
     def pass_over(s: DataFrame, r: DataFrame) -> pd.DataFrame:
         if picked is not None and picked.summaries is not None:     # the driver aggregated the rows it picked
@@ -303,7 +305,12 @@ def _reads_at(spark: SparkSession, reads: DataFrame, known: pd.DataFrame | None)
     return to_pandas(q.values_at(reads, keys), "divergent: values at candidates")
 
 
-def _ambiguous_exact(spark: SparkSession, picked: Future, nonmono: Future) -> pd.DataFrame | None:
+def _marks(spark: SparkSession, nonmono: pd.DataFrame) -> DataFrame:
+    """The nonmonotonic sends' (run, op_id) as a table for Spark's per-value passes (queries.flagged)."""
+    return q.small_frame(spark, nonmono[["run", "op_id"]], "run int, op_id long")
+
+
+def _ambiguous_exact(spark: SparkSession, picked: Future, marks: Future) -> pd.DataFrame | None:
     """The exact per-value rows of the values the driver's summary found ambiguous (checkers.summary_files): every
     kind's predicate over the per-value columns the driver computed for them (checkers.exact_files); None when
     there are none."""
@@ -311,8 +318,7 @@ def _ambiguous_exact(spark: SparkSession, picked: Future, nonmono: Future) -> pd
     if p.summaries is None or not len(p.ambiguous_at):
         return None
     columns = load(spark, p.summaries, exact_files.NAME, exact_files.SCHEMA)
-    mono = q.small_frame(spark, nonmono.result()[["run", "op_id"]], "run int, op_id long")
-    return to_pandas(q.candidates_of_per_value(columns, mono), "ambiguous: exact kinds")
+    return to_pandas(q.candidates_of_per_value(columns, marks.result()), "ambiguous: exact kinds")
 
 
 def _with_run_id(frame: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
@@ -373,20 +379,3 @@ def _poll_skip_rows(spark: SparkSession, reads: DataFrame, gather: bool, runs: d
     landed = landed.rename(columns={"t_ns": "t_read_ns"}).astype(ints)
     rows = gaps.astype(ints).merge(landed, on=on)
     return instance_rows([rows.drop(columns=[c for c in ("stream", "gap") if c in rows]).assign(kind="poll_skip")])
-
-
-def _summaries(run_ids: list[str], send_summary: pd.DataFrame, read_summary: pd.DataFrame):
-    counts, acks, idempotent, final_reads = {}, {}, {}, {}
-    for i, run_id in enumerate(run_ids):
-        s = send_summary[send_summary["run"] == i]
-        r = read_summary[read_summary["run"] == i]
-        by_outcome = s.groupby("outcome")["count"].sum()
-        counts[run_id] = Counts(sends=int(s["count"].sum()), ok=int(by_outcome.get("ok", 0)),
-                                fail=int(by_outcome.get("fail", 0)), info=int(by_outcome.get("info", 0)),
-                                reads=int(r["count"].sum()),
-                                final_reads=int(r.loc[r["phase"] == "final", "count"].sum()))
-        acks[run_id] = tuple(sorted(s["acks"].unique()))
-        idempotent[run_id] = tuple(sorted(bool(x) for x in s["idempotent"].unique()))
-        fin = r[r["phase"] == "final"].groupby("partition")["count"].sum()
-        final_reads[run_id] = {int(p): int(n) for p, n in fin.items()}
-    return counts, acks, idempotent, final_reads

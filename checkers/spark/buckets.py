@@ -29,6 +29,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kafka_chaos.checkers.reference import Counts
 from kafka_chaos.checkers.spark import queries as q
 from kafka_chaos.history.schema import ACKED
 
@@ -244,3 +245,22 @@ def nonmonotonic_buckets(nonmono: pd.DataFrame) -> pd.DataFrame:
     """The buckets of the nonmonotonic sends (run, op_id, partition, offset)."""
     return pd.DataFrame({"run": nonmono["run"].astype("int64"), "partition": nonmono["partition"].astype("int64"),
                          "bucket": nonmono["offset"].astype("int64") // BUCKET})
+
+
+def run_summaries(run_ids: list[str], send_summary: pd.DataFrame, read_summary: pd.DataFrame):
+    """Per run: its Counts, acks levels, idempotence flags and final reads per partition, from the sends and reads
+    summaries (`sends_summary`, `reads_summary`, or Spark's queries of the same columns)."""
+    counts, acks, idempotent, final_reads = {}, {}, {}, {}
+    for i, run_id in enumerate(run_ids):
+        s = send_summary[send_summary["run"] == i]
+        r = read_summary[read_summary["run"] == i]
+        by_outcome = s.groupby("outcome")["count"].sum()
+        counts[run_id] = Counts(sends=int(s["count"].sum()), ok=int(by_outcome.get("ok", 0)),
+                                fail=int(by_outcome.get("fail", 0)), info=int(by_outcome.get("info", 0)),
+                                reads=int(r["count"].sum()),
+                                final_reads=int(r.loc[r["phase"] == "final", "count"].sum()))
+        acks[run_id] = tuple(sorted(s["acks"].unique()))
+        idempotent[run_id] = tuple(sorted(bool(x) for x in s["idempotent"].unique()))
+        fin = r[r["phase"] == "final"].groupby("partition")["count"].sum()
+        final_reads[run_id] = {int(p): int(n) for p, n in fin.items()}
+    return counts, acks, idempotent, final_reads
