@@ -129,8 +129,8 @@ def find_anomalies_spark(spark: SparkSession, runs: dict[str, Path],
         amb = divergent.split_ambiguous(found)
         pick = picked.result() if gather else None
         try:
-            # the driver reads the files itself (lookup_files): the picked copies, which hold every candidate's
-            # send and every read at a position a candidate was read or acked at (narrow_files)
+            # a gathered check's driver looks up many candidates' sends itself (lookup_files), in the picked copies,
+            # which hold every candidate's send (narrow_files)
             sent = pool.submit(_send_details, spark, s_src, found, pick.dirs if pick is not None else None)
             sent_rows = pool.submit(lambda: _with_breached(spark, sends, sent.result(), breaches.result()))
             if pick is not None and pick.divergent is not None:
