@@ -77,7 +77,8 @@ class Picked:
     rows: int                   # how many rows were kept (sends and reads)
     counts: pd.DataFrame        # bucket_files.runs_bucket_counts' rows, from the same read of the files
     summaries: dict[str, Path] | None = None     # run_id -> a directory whose history/ holds summary_files.NAME,
-    # the per-value summary of the rows kept, and the ambiguous values' rows (None: the pass aggregates in Spark)
+    # the per-value summary of the rows kept, and the ambiguous values' exact columns (checkers.exact_files)
+    # (None: the pass aggregates in Spark)
     ambiguous_at: pd.DataFrame | None = None      # (run, partition, offset) the ambiguous values were read at
     held: dict[int, pa.Table] | None = None       # run index -> its summary, held for `candidate_rows`; None when
     # a run was not copied (its summary is near all of its values: not held beside the pass)
