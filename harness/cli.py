@@ -84,13 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)      # an option's own type may refuse a value with cause and remedy
     except HarnessError as e:
         return _refused(e)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
-    # -v is kafka-chaos's debug lines: py4j's DEBUG is its wire protocol, a few lines per call into Spark's JVM
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    configure_logging(args.verbose)
     # SIGTERM takes the same path as Ctrl-C, so every `finally` heals faults and removes containers.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -105,6 +99,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: internal error (a bug in kafka-chaos, not a verdict; exit {exits.CRASH}): please "
               "report it with the traceback above", file=sys.stderr)
         return exits.CRASH
+
+
+OWN_LOGGERS = ("kafka_chaos", "kafka-chaos", "__main__")
+
+
+def own_or_warning(record: logging.LogRecord) -> bool:
+    """kafka-chaos's own lines at any level, a library's only from WARNING up: py4j logs a retried command's
+    traceback at INFO on the root logger (its finalizer thread racing the JVM's end), which is not ours to show."""
+    return record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN_LOGGERS
+
+
+def configure_logging(verbose: bool) -> None:
+    """The terminal's log lines: INFO, or DEBUG with -v, of kafka-chaos's own loggers (see own_or_warning)."""
+    root = logging.getLogger()
+    ours = not root.handlers        # else basicConfig does nothing: the handlers are the embedding program's
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    for handler in root.handlers if ours else ():
+        handler.addFilter(own_or_warning)
+    # py4j's DEBUG is its wire protocol, a few lines per call into Spark's JVM: not even formatted
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def _refused(e: HarnessError) -> int:

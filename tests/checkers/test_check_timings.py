@@ -1,6 +1,7 @@
 """Phase timings in verdict.json and `check -v`, and a check's terminal free of Spark's start-up lines."""
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 
 from kafka_chaos.checkers.spark import quiet as spark_quiet
 from kafka_chaos.checkers.timings import OVERLAPPING, PHASES
-from kafka_chaos.harness.cli import main
+from kafka_chaos.harness.cli import configure_logging, main
 from kafka_chaos.history.synthetic import write_synthetic_run
 from tests.schemas import validate
 
@@ -48,6 +49,26 @@ def test_the_jvm_s_start_up_lines_are_dropped_and_the_rest_passes(monkeypatch):
                      b"Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space\n")
     spark_quiet._forward(jvm)
     assert out.getvalue() == "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space\n"
+
+
+def test_the_terminal_shows_kafka_chaos_s_debug_lines_and_a_library_s_only_from_warning_up(monkeypatch):
+    """py4j logs a retried command's traceback at INFO on the root logger (its finalizer thread sending a
+    garbage-collection command while the one-shot check ends the JVM): a CI run once showed it under -v."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", root.level)
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    configure_logging(verbose=True)
+    logging.getLogger("kafka_chaos.checkers.outputs").debug("run: phases: Spark start 2.07 s")
+    logging.getLogger("kafka-chaos").info("progress")
+    logging.info("Exception while sending command.")            # py4j's own call, on the root logger
+    logging.getLogger("py4j.clientserver").info("Closing down clientserver connection")
+    logging.getLogger("urllib3").warning("a library's warning")
+    logging.getLogger("pyspark").error("a library's error")
+    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "DEBUG kafka_chaos.checkers.outputs: run: phases: Spark start 2.07 s", "INFO kafka-chaos: progress",
+        "WARNING urllib3: a library's warning", "ERROR pyspark: a library's error"]
 
 
 @pytest.mark.spark
