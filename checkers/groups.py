@@ -35,8 +35,10 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
   at-most-once, which auto commit allows. A skip is allowed when the killed member held the partition at the
   kill (or had it revoked before, but its own commit of it completed after the revocation and before the kill,
   covering the record, or the next owner started at a committed offset above every commit the history holds: the
-  killed member's commit, answered after the kill), the record lies above everything it journaled of that
-  partition since it was assigned it, and below the committed offset the partition's next owner started from.
+  killed member's commit, answered after the kill, or its own commit covering the record was answered while it
+  held the partition, at most UNFLUSHED_NS before the kill, with no read journaled by it since), the record lies
+  above everything it journaled of that partition since it was assigned it, and below the committed offset the
+  partition's next owner started from.
   Manual mode commits only after the journal flush, so a skip across a kill stays a violation there.
 - `reread_below_commit` (per read): a consumer read a record again below the offset the group had committed for
   that partition when the partition was assigned to it: a new owner starts at the committed offset (Kafka
@@ -59,6 +61,11 @@ from kafka_chaos.history import kinds
 GROUP_FILE = "history/group.parquet"
 FAULTS_FILE = "history/faults.parquet"
 GROUP_KINDS = kinds.judged_by(kinds.GROUPS)       # declared in history/kinds.py
+# How long a group member's loop may leave a record it was handed unwritten when it runs normally: it writes its
+# reads every flush interval (0.25 s, workloads/group_consumer.py and JavaGroupConsumer.java) between polls of at
+# most 0.1 s; 0.15 s more for the loop's own work. A member killed later than this after its own commit covering a
+# record had written what it was handed before that commit.
+UNFLUSHED_NS = 500_000_000
 
 
 def destructive_cause(model, partition: int) -> str | None:
@@ -153,6 +160,7 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
     mine = group[(group["partition"] == p) & group["event"].isin(("assigned", "revoked"))].sort_values(
         "t_ns", kind="stable")
     for k in kills.itertuples(index=False):
+        late = unflushed = None
         before = mine[(mine["consumer"] == k.consumer) & (mine["t_ns"] <= k.t_ns)]
         if before.empty:
             continue
@@ -163,27 +171,52 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
             # second later: seen on 2026-11-27, c0 revoked from partition 1 at 5.22 s, its commit of 19795 at
             # 6.24 s, killed at 6.36 s, having journaled up to 19294)
             held_until = int(before["t_ns"].iloc[-1])
-            late = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
-                         & (group["t_ns"] > held_until) & (group["t_ns"] <= k.t_ns) & group["error"].isna()]
-            if (late.empty or not (late["offset"].max() > off)) and not _lost_commit(group, mine, p, held_until, off):
-                continue                               # the killed member neither held nor committed p then
+            own = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
+                        & (group["t_ns"] <= k.t_ns) & group["error"].isna() & (group["offset"] > off)]
+            late = own[own["t_ns"] > held_until]
             before = before[before["t_ns"] < held_until]
             if before.empty or before["event"].iloc[-1] != "assigned":
                 continue
+            unflushed = _unflushed_commit(own, live, k, int(before["t_ns"].iloc[-1]), held_until)
+            if late.empty and unflushed is None and not _lost_commit(group, mine, p, held_until, off):
+                continue                               # the killed member neither held nor committed p then
         since, start = int(before["t_ns"].iloc[-1]), before["offset"].iloc[-1]
         got = live[(live["consumer"] == k.consumer) & (live["partition"] == p) & (live["t_ns"] >= since)]
         low = int(got["offset"].max()) if len(got) else (int(start) - 1 if pd.notna(start) else -1)
         after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > held_until)]     # the next owner, first
         if after.empty or pd.isna(after["offset"].iloc[0]) or not low < off < int(after["offset"].iloc[0]):
             continue                                   # (its starting offset unknown: nothing can be excused)
-        held = f"killed holding partition {p}" if held_until == k.t_ns else \
-            f"killed {(k.t_ns - held_until) / 1e9:.2f} s after partition {p} was revoked from it (its commit on " \
-            "revoke covering the records)"
+        if held_until == k.t_ns:
+            held = f"killed holding partition {p}"
+        elif unflushed is not None and (late is None or late.empty):
+            held = (f"killed {(k.t_ns - unflushed) / 1e9:.2f} s after its own auto commit covering the record, "
+                    f"answered while it held partition {p}, with nothing journaled since (a member writes what it was "
+                    f"handed within {UNFLUSHED_NS / 1e9:.1f} s)")
+        else:
+            held = (f"killed {(k.t_ns - held_until) / 1e9:.2f} s after partition {p} was revoked from it (its commit "
+                    "on revoke covering the records" + ("" if late is not None and len(late) else
+                                                        ", answered after the kill") + ")")
         return (f"consumer {k.consumer} was {held}, having journaled it up to offset {low}; "
                 f"the next owner started at the committed offset {int(after['offset'].iloc[0])}: auto commit "
                 "commits what librdkafka handed over (enable.auto.offset.store), journaled or not, so a killed "
                 "consumer's last records are delivered at most once (librdkafka CONFIGURATION.md)")
     return None
+
+
+def _unflushed_commit(own: pd.DataFrame, live: pd.DataFrame, k, since: int, revoked: int) -> int | None:
+    """The time of the killed member's own successful commit covering the record, answered while it held the
+    partition (`since` to its revocation), at most UNFLUSHED_NS before the kill and with no read journaled by that
+    member after it: what it was handed before that commit may still have been in its journal's buffer. A real run
+    (2026-11-29, consumer-and-leader-kill, auto, seed 16): c0 journaled partition 2 up to 5631, its timer's auto
+    commit of 5683 was answered at -0.273 s, the rebalance revoked the partition 19 us later and the kill came at
+    0.000 s; the next owner started at 5683. Else None."""
+    during = own[(own["t_ns"] >= since) & (own["t_ns"] <= revoked) & (own["t_ns"] >= k.t_ns - UNFLUSHED_NS)]
+    if during.empty:
+        return None
+    at = int(during["t_ns"].max())
+    if ((live["consumer"] == k.consumer) & (live["t_ns"] > at) & (live["t_ns"] <= k.t_ns)).any():
+        return None         # it wrote its journal after that commit, and with it every record handed over before
+    return at
 
 
 def _lost_commit(group: pd.DataFrame, mine: pd.DataFrame, p: int, revoked: int, off: int) -> bool:

@@ -114,8 +114,8 @@ KINDS: dict[str, Kind] = {
         "record", "in the final drain, below the highest offset the group read in its partition, never read by "
         "any member of the group",
         "unless the model predicts an unclean election or power loss on the partition, or, with auto commit, a "
-        "killed member held the partition and the record lies between what it journaled and the offset its next "
-        "owner started from", GROUPS),
+        "killed member held the partition (or its own commit covering the record came just before the kill) and the "
+        "record lies between what it journaled and the offset its next owner started from", GROUPS),
     "reread_below_commit": Kind(
         "read", "a group member's read of a position the group had read before, below the committed offset its "
         "member was assigned the partition with",

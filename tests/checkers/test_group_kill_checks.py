@@ -13,22 +13,26 @@ KILL_MS = 1000
 
 
 def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_revoked_first=False, next_offset=7,
-               c0_late_commit=None, between=None, c0_early_commit=None):
+               c0_late_commit=None, between=None, c0_early_commit=None, early_ms=400, revoked_ms=500,
+               c0_reads_p1_at=None):
     """p0 holds v0..v9. c0 holds p0 and journals `c0_reads`; it is killed at 1 s (its auto commit had covered
-    7); after its session expired, c1 is assigned p0 with committed offset 7 and reads 7..9."""
-    sends = [send(f"v{i}", offset=i, t=i) for i in range(10)]
+    7); after its session expired, c1 is assigned p0 with committed offset 7 and reads 7..9. p1 holds w0, which c0
+    reads at `c0_reads_p1_at` ms if given."""
+    sends = [send(f"v{i}", offset=i, t=i) for i in range(10)] + [send("w0", partition=1, offset=0, t=10)]
     live = [("c0", o, 100 + o) for o in c0_reads] + [("c1", o, 12000 + o) for o in (7, 8, 9)]
     reads = [read(f"v{o}", offset=o, consumer=c, t=t) for c, o, t in live]
-    reads += [read(f"v{i}", offset=i, t=20000) for i in range(10)]
+    if c0_reads_p1_at is not None:
+        reads.append(read("w0", partition=1, offset=0, consumer="c0", t=c0_reads_p1_at))
+    reads += [read(f"v{i}", offset=i, t=20000) for i in range(10)] + [read("w0", partition=1, offset=0, t=20000)]
     faults = [fault(KILL_MS, "start", "consumer_kill", [], "consumer-kill", consumer="c0", pid=4242,
                     replacement="c0-r1", applied_ns=0),
               fault(KILL_MS + 9000, "heal", "consumer_kill", [], "consumer-kill", consumer="c0", pid=4242,
                     replacement="c0-r1")] if kill else []
     events = [event("c0", 0, "assigned", offset=None)]
     if c0_early_commit is not None:             # c0's own commit of p0, journaled while it held it
-        events.append(event("c0", 400, "commit", offset=c0_early_commit))
+        events.append(event("c0", early_ms, "commit", offset=c0_early_commit))
     if c0_revoked_first:
-        events.append(event("c0", 500, "revoked"))
+        events.append(event("c0", revoked_ms, "revoked"))
     if c0_late_commit is not None:              # c0's own commit of p0 completing after its revocation
         events.append(event("c0", 800, "commit", offset=c0_late_commit))
     if between is not None:                     # c2 holds p0 after c0's revocation: (start offset, its commit)
@@ -94,6 +98,52 @@ def test_a_kill_excuses_nothing_when_a_journaled_commit_explains_the_next_owners
     code, verdict, _ = checked(killed_run(tmp_path, "explained-low", "auto", c0_revoked_first=True,
                                           between=(6, 7)))
     assert code == 1 and verdict["violations"] == {"group_skip": 1}        # 5 is c0's (lost commit), 6 is c2's
+
+
+def test_a_member_killed_right_after_its_own_auto_commit_and_a_revocation_may_skip_what_it_never_journaled(tmp_path):
+    # a real run (2026-11-29, seed 16): c0's timer commit of 5683 answered, the rebalance revoked the partition 19 us
+    # later and the kill came 0.27 s after the commit; c0 had journaled up to 5631 and the next owner started at 5683
+    run = killed_run(tmp_path, "just-before", "auto", c0_revoked_first=True, c0_early_commit=7, early_ms=700,
+                     revoked_ms=701)
+    code, verdict, rows = checked(run)
+    assert code == 0 and verdict["valid"], verdict["violations"]
+    found = skips(rows)
+    assert sorted(found) == [5, 6] and {r["classification"] for r in found.values()} == {"allowed"}
+    assert "killed 0.30 s after its own auto commit covering the record" in found[5]["reason"]
+
+
+def test_an_own_commit_excuses_a_skip_only_within_the_journal_s_flush_window_before_the_kill(tmp_path):
+    # 0.5 s (groups.UNFLUSHED_NS) before the kill: the member may not yet have written what it was handed
+    code, verdict, _ = checked(killed_run(tmp_path, "edge", "auto", c0_revoked_first=True, c0_early_commit=7,
+                                          early_ms=500, revoked_ms=501))
+    assert code == 0 and verdict["valid"], verdict["violations"]
+    # 0.51 s before it: its loop had written its journal since, with every record handed over before the commit
+    code, verdict, _ = checked(killed_run(tmp_path, "past", "auto", c0_revoked_first=True, c0_early_commit=7,
+                                          early_ms=490, revoked_ms=501))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
+
+
+def test_an_own_commit_excuses_nothing_once_the_member_journaled_a_read_after_it(tmp_path):
+    # c0 journaled a read of partition 1 after its commit: that write took every earlier line with it, so 5 and 6
+    # were never handed over to it
+    code, verdict, _ = checked(killed_run(tmp_path, "wrote", "auto", c0_revoked_first=True, c0_early_commit=7,
+                                          early_ms=700, revoked_ms=701, c0_reads_p1_at=800))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
+
+
+def test_an_own_commit_excuses_only_the_records_below_it(tmp_path):
+    # c0's commit of 6 covers 5, not 6; c2, after it, started at 6 and committed 7 without reading 6
+    code, verdict, rows = checked(killed_run(tmp_path, "low", "auto", c0_revoked_first=True, c0_early_commit=6,
+                                             early_ms=700, revoked_ms=701, between=(6, 7)))
+    found = skips(rows)
+    assert code == 1 and verdict["violations"] == {"group_skip": 1}
+    assert found[5]["classification"] == "allowed" and found[6]["classification"] == "violation"
+
+
+def test_a_manual_member_killed_right_after_its_commit_still_must_not_skip(tmp_path):
+    code, verdict, _ = checked(killed_run(tmp_path, "manual-just-before", "manual", c0_revoked_first=True,
+                                          c0_early_commit=7, early_ms=700, revoked_ms=701))
+    assert code == 1 and verdict["violations"] == {"group_skip": 2}
 
 
 def test_a_killed_members_own_commit_completing_after_its_revocation_covers_what_it_never_journaled(tmp_path):
