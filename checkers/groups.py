@@ -169,7 +169,8 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
             # revoked before the kill: still its records if its own commit of p, after the revocation and before
             # the kill, covered them (librdkafka commits the stored offsets on revoke, and the answer may come a
             # second later: seen on 2026-11-27, c0 revoked from partition 1 at 5.22 s, its commit of 19795 at
-            # 6.24 s, killed at 6.36 s, having journaled up to 19294)
+            # 6.24 s, killed at 6.36 s, having journaled up to 19294), or if its own commit answered while it held p
+            # came just before the kill (_unflushed_commit)
             held_until = int(before["t_ns"].iloc[-1])
             own = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
                         & (group["t_ns"] <= k.t_ns) & group["error"].isna() & (group["offset"] > off)]
