@@ -160,7 +160,7 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
     mine = group[(group["partition"] == p) & group["event"].isin(("assigned", "revoked"))].sort_values(
         "t_ns", kind="stable")
     for k in kills.itertuples(index=False):
-        late = unflushed = None
+        late, unflushed = False, None        # a covering commit answered after the revocation; its own just before
         before = mine[(mine["consumer"] == k.consumer) & (mine["t_ns"] <= k.t_ns)]
         if before.empty:
             continue
@@ -174,12 +174,12 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
             held_until = int(before["t_ns"].iloc[-1])
             own = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
                         & (group["t_ns"] <= k.t_ns) & group["error"].isna() & (group["offset"] > off)]
-            late = own[own["t_ns"] > held_until]
+            late = bool((own["t_ns"] > held_until).any())
             before = before[before["t_ns"] < held_until]
             if before.empty or before["event"].iloc[-1] != "assigned":
                 continue
             unflushed = _unflushed_commit(own, live, k, int(before["t_ns"].iloc[-1]), held_until)
-            if late.empty and unflushed is None and not _lost_commit(group, mine, p, held_until, off):
+            if not late and unflushed is None and not _lost_commit(group, mine, p, held_until, off):
                 continue                               # the killed member neither held nor committed p then
         since, start = int(before["t_ns"].iloc[-1]), before["offset"].iloc[-1]
         got = live[(live["consumer"] == k.consumer) & (live["partition"] == p) & (live["t_ns"] >= since)]
@@ -189,14 +189,13 @@ def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFram
             continue                                   # (its starting offset unknown: nothing can be excused)
         if held_until == k.t_ns:
             held = f"killed holding partition {p}"
-        elif unflushed is not None and (late is None or late.empty):
+        elif unflushed is not None and not late:
             held = (f"killed {(k.t_ns - unflushed) / 1e9:.2f} s after its own auto commit covering the record, "
                     f"answered while it held partition {p}, with nothing journaled since (a member writes what it was "
                     f"handed within {UNFLUSHED_NS / 1e9:.1f} s)")
         else:
             held = (f"killed {(k.t_ns - held_until) / 1e9:.2f} s after partition {p} was revoked from it (its commit "
-                    "on revoke covering the records" + ("" if late is not None and len(late) else
-                                                        ", answered after the kill") + ")")
+                    "on revoke covering the records" + ("" if late else ", answered after the kill") + ")")
         return (f"consumer {k.consumer} was {held}, having journaled it up to offset {low}; "
                 f"the next owner started at the committed offset {int(after['offset'].iloc[0])}: auto commit "
                 "commits what librdkafka handed over (enable.auto.offset.store), journaled or not, so a killed "
