@@ -149,9 +149,14 @@ class FaultEffect:
     partition: int | None = None    # reassign: the partition moved
     moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
     links: tuple = ()               # link: the slowed links, (follower, leader) or ("client", broker)
+    row: int | None = None          # its row in history/faults.parquet: the cause id `f<row>` (checkers.excuses)
+
+    @property
+    def cause_id(self) -> str:
+        return f"f{self.row}" if self.row is not None else f"fault {self.fault or self.effect} at {self.t_ns}"
 
     @classmethod
-    def from_row(cls, t_ns, action, fault, nodes, details) -> "FaultEffect":
+    def from_row(cls, t_ns, action, fault, nodes, details, row: int | None = None) -> "FaultEffect":
         d = json.loads(details) if isinstance(details, str) else dict(details or {})
         drops = tuple((_node(s), _node(t)) for s, t in d.get("drops", ()))
         applied = d.get("applied_ns")
@@ -163,7 +168,8 @@ class FaultEffect:
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
                    probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
-                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves, links=links)
+                   damaged=damaged, partition=int(part) if part is not None else None, moves=moves, links=links,
+                   row=row)
 
 
 

@@ -127,6 +127,17 @@ class ModelResult:
         return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & has_a
                                   & (w.end_ns >= a), lambda w: w.reason)
 
+    def loss_window(self, partition, t_lo_ns, t_hi_ns) -> Window | None:
+        """The first loss window (an unclean election's or a power loss's, `_loss_windows`) of `partition` whose
+        lost writes' span meets [t_lo_ns, t_hi_ns], the time a record was appended in (its send and ack, or its
+        read): only such a window can hold it. Its `cause` names the election or power loss (checkers.excuses).
+        A loss on the partition whose lost span lies elsewhere in time removed other records, not this one
+        (UnifiedLog.truncateTo removes what is above the truncation point when it happens)."""
+        for w in self._loss_windows(partition):
+            if w.start_ns <= t_hi_ns and t_lo_ns <= w.end_ns:
+                return w
+        return None
+
     def _loss_windows(self, partition=None) -> list[Window]:
         """The risk windows (of `partition`, or all) that a loss event opened (an unclean election, or a power loss
         that cut the elected log; sim._blame): the only ones that can hold committed records, and the same ones

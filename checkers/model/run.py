@@ -50,8 +50,8 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     (history/controller_log.py), replace the restart bound in both, and its logged fencings (`fences`) the order in
     which brokers whose sessions lapse together are fenced."""
     if isinstance(faults, pd.DataFrame):
-        events = [FaultEffect.from_row(*r) for r in faults[["t_ns", "action", "fault", "nodes", "details"]]
-                  .itertuples(index=False)]
+        events = [FaultEffect.from_row(*r[1:], row=int(r[0])) for r in
+                  faults[["t_ns", "action", "fault", "nodes", "details"]].reset_index(drop=True).itertuples()]
     else:
         events = list(faults or [])
     samples = samples if samples is not None else pd.DataFrame(columns=["t_ns", "partition", "leader", "isr"])

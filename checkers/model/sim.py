@@ -56,7 +56,7 @@ class _Sim(_Replication):
             elif start:
                 self.unclean_restart[n] = True
                 if f.effect == "power_loss":
-                    self._lose_unflushed(n, t)
+                    self._lose_unflushed(n, t, f)
                 elif f.effect == "damage":
                     self._lose_damaged(f, n, t)
 
@@ -124,7 +124,7 @@ class _Sim(_Replication):
                 del self.drops[k]
                 healed -= set(s.drops)
 
-    def _lose_unflushed(self, n, t):
+    def _lose_unflushed(self, n, t, f: FaultEffect | None = None):
         """The broker's unflushed tail is gone from each of its logs; what it removed is marked (`cuts`), and goes
         with the log wherever a follower copies it, so that a later loss of it is blamed on this power loss only
         where this cut could have removed it (_blame)."""
@@ -132,7 +132,8 @@ class _Sim(_Replication):
         for p, part in self.parts.items():
             if n in part.logs:
                 cut = _cut(part.logs[n], keep)
-                part.cuts[n] = part.cuts.get(n, []) + [(n, seg) for seg in _minus(part.logs[n], cut)]
+                why = Cause(f.cause_id if f else f"power loss of broker {n}", t, f"power loss of broker {n}")
+                part.cuts[n] = part.cuts.get(n, []) + [(n, seg, why) for seg in _minus(part.logs[n], cut)]
                 part.logs[n] = cut
                 self.events.append({"t_ns": t, "event": "power loss: unflushed tail dropped", "node": n,
                                     "partition": p})
@@ -216,29 +217,33 @@ class _Sim(_Replication):
             if e <= epoch or not pieces:
                 continue
             lacking = _minus(pieces, snapshot)
+            chosen = f"{how} (broker {leader}, epoch {e})"
+            election = Cause(f"election p{p} e{e}", t_el, f"the election of broker {leader} {how}, epoch {e}")
             for _, a, b in lacking:
-                self._blame(p, epoch, a, b, f"{how} (broker {leader}, epoch {e})", how == "uncleanly", cuts)
+                self._blame(p, epoch, a, b, chosen, how == "uncleanly", cuts, election)
             pieces = _minus(pieces, [[epoch, a, b] for _, a, b in lacking]) if lacking else pieces
         for _, a, b in pieces:          # held by every leader yet gone: cut by a power loss, or a tail
-            self._blame(p, epoch, a, b, part.epoch_reason.get(epoch + 1, "later"), False, final_cuts)
+            self._blame(p, epoch, a, b, part.epoch_reason.get(epoch + 1, "later"), False, final_cuts, None)
 
-    def _blame(self, p: int, epoch: int, a: int, b: int, chosen: str, unclean: bool, cuts: list):
+    def _blame(self, p: int, epoch: int, a: int, b: int, chosen: str, unclean: bool, cuts: list,
+               election: Cause | None):
+        """`election`: the election that gave the piece away (None: none did; the piece was cut where it was)."""
         if unclean:
-            self._risk(p, a, b, ACKED, f"unclean election: {chosen} lacked writes of epoch {epoch}")
+            self._risk(p, a, b, ACKED, f"unclean election: {chosen} lacked writes of epoch {epoch}", election)
             return
         rest = [[epoch, a, b]]
-        for who, seg in cuts:
+        for who, seg, power_loss in cuts:
             if seg[0] != epoch:
                 continue
             gone = _minus(rest, _minus(rest, [seg]))        # the part of the piece this power loss cut
             for _, x, y in gone:
                 self._risk(p, x, y, ACKED, f"power loss of broker {who}: its unflushed writes of epoch {epoch} "
-                                           f"were gone")
+                                           f"were gone", power_loss)
             rest = _minus(rest, gone) if gone else rest
         for _, x, y in rest:
             self._risk(p, x, y, ("1",), f"acks=1 tail of epoch {epoch} not yet replicated when its leader was cut "
-                                        f"off; the next leader was chosen {chosen}")
+                                        f"off; the next leader was chosen {chosen}", election)
 
-    def _risk(self, p: int, a: int, b: int, acks: tuple, reason: str):
-        self.risk.append(Window(p, a - REPLICATION_SLACK_NS, b + TICK_NS, acks, reason))
-        self.truncs.append(Window(p, a, b, acks, reason))
+    def _risk(self, p: int, a: int, b: int, acks: tuple, reason: str, cause: Cause | None = None):
+        self.risk.append(Window(p, a - REPLICATION_SLACK_NS, b + TICK_NS, acks, reason, cause))
+        self.truncs.append(Window(p, a, b, acks, reason, cause))

@@ -63,7 +63,7 @@ class _Partition:
     view: dict = field(default_factory=dict)          # broker -> (leader, epoch, isr) it believes
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
     elections: list = field(default_factory=list)     # (epoch, t, how, leader, its log, its cuts) when elected
-    cuts: dict = field(default_factory=dict)          # broker -> [(power-cut broker, [epoch, t0, t1]), ...] its log
+    cuts: dict = field(default_factory=dict)          # broker -> [(power-cut broker, [epoch, t0, t1], Cause), ...] its log
     #                                                   lacks through a power loss, its own or one of a log it copied
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
     adding: list = field(default_factory=list)        # a reassignment in progress: replicas joining

@@ -8,14 +8,26 @@ from kafka_chaos.checkers.model.config import TICK_NS
 
 
 @dataclass(frozen=True)
+class Cause:
+    """The event an anomaly is blamed on (checkers.excuses): an id a reader can find in the history or the model's
+    events, its time and what it is."""
+
+    id: str
+    t_ns: int
+    what: str
+
+
+@dataclass(frozen=True)
 class Window:
-    """A time window of one partition: at risk for writes with `acks`, or unwritable with `acks`."""
+    """A time window of one partition: at risk for writes with `acks`, or unwritable with `acks`. `cause`: the
+    event that opened it (a loss window's election or power loss), where the model knows it."""
 
     partition: int
     start_ns: int
     end_ns: int
     acks: tuple[str, ...]
     reason: str
+    cause: Cause | None = None
 
 
 
@@ -69,7 +81,8 @@ def _merge(windows: list[Window]) -> list[Window]:
         last = out[-1] if out else None
         if last and (last.partition, last.acks, last.reason) == (w.partition, w.acks, w.reason) \
                 and w.start_ns <= last.end_ns + TICK_NS:
-            out[-1] = Window(w.partition, last.start_ns, max(last.end_ns, w.end_ns), w.acks, w.reason)
+            out[-1] = Window(w.partition, last.start_ns, max(last.end_ns, w.end_ns), w.acks, w.reason,
+                             last.cause or w.cause)
         else:
             out.append(w)
     return sorted(out, key=lambda w: (w.start_ns, w.partition))

@@ -1,0 +1,118 @@
+"""Excuses as causal claims: an allowed anomaly names the event that caused it and the rule that lets that event
+cause it, and the rule's timing condition is checked against the anomaly's own times before the excuse holds.
+
+An excuse that accepts a cause from any time in the run excuses what Kafka forbids (issue 48: a power loss 200 s
+after a commit excused the committed write's loss). So every excuse here is a `Rule`: its name, the Kafka mechanism
+it mirrors (with the code or document cited) and a `timing` predicate over the cause's time and the anomaly's
+(`Times`). A checker that wants to allow an anomaly asks `claim(rule, cause, times)`; the claim is refused (None)
+where the cause does not precede or cover the anomaly as the mechanism requires, and the anomaly stays a violation.
+An allowed instance carries `excuse`, `cause_id` and `cause_t_ns` into anomalies.parquet (docs/history.md,
+"Excuses").
+
+Cause ids: `f<row>` a row of history/faults.parquet (its row number in the file as written); `election p<P> e<E>` the
+model's election of epoch E on partition P; `commit <member> <t_ns>` a group member's commit answer;
+`observed <what>` an event seen in the samples or node logs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kafka_chaos.checkers.model.windows import Cause
+
+__all__ = ["Cause", "Claim", "Rule", "Times", "RULES", "claim", "rule"]
+
+
+@dataclass(frozen=True)
+class Times:
+    """The anomaly's own times (ns; None where the history has none): the write's send and ack, the first read,
+    the commit's send and answer, the assignment that started a member at a committed offset."""
+
+    sent: int | None = None
+    acked: int | None = None
+    read: int | None = None
+    committed: int | None = None
+    answered: int | None = None
+    assigned: int | None = None
+
+    def first(self) -> int | None:
+        """The earliest time the anomaly's record or commit existed."""
+        known = [t for t in (self.sent, self.acked, self.read, self.committed, self.answered) if t is not None]
+        return min(known) if known else None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One excuse: which anomaly kinds it may allow, why Kafka allows them given the cause (cited), and when."""
+
+    name: str
+    kinds: tuple[str, ...]
+    mechanism: str
+    timing: str                                    # the timing condition in words, for the reason and the docs
+    holds: Callable[[Cause, Times], bool]          # the timing condition itself
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(name: str, kinds: tuple[str, ...], mechanism: str, timing: str,
+         holds: Callable[[Cause, Times], bool]) -> Rule:
+    """Declare an excuse rule (once per name: the ablation tests enumerate RULES)."""
+    if name in RULES:
+        raise ValueError(f"excuse rule {name!r} declared twice")
+    RULES[name] = Rule(name, kinds, mechanism, timing, holds)
+    return RULES[name]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An excuse that held: the rule and its cause."""
+
+    rule: Rule
+    cause: Cause
+
+    def reason(self) -> str:
+        return f"allowed by {self.rule.name}: {self.cause.what} ({self.cause.id} at t={self.cause.t_ns}); " \
+               f"{self.rule.mechanism}"
+
+    def columns(self) -> dict:
+        return {"excuse": self.rule.name, "cause_id": self.cause.id, "cause_t_ns": int(self.cause.t_ns)}
+
+
+def claim(r: Rule, cause: Cause | None, times: Times) -> Claim | None:
+    """The excuse, if its cause is there and its timing condition holds for this anomaly; None otherwise."""
+    if cause is None or not r.holds(cause, times):
+        return None
+    return Claim(r, cause)
+
+
+NO_CLAIM = {"excuse": None, "cause_id": None, "cause_t_ns": None}
+
+
+# -- the excuse every checker shares: a loss event that removed the record ---------------------------------------
+def _covers_append(cause: Cause, times: Times) -> bool:
+    """The loss event happened after the record existed (it cannot remove what was written after it)."""
+    first = times.first()
+    return first is None or cause.t_ns >= first
+
+
+LOSS_EVENT = rule(
+    "loss_event", ("group_skip", "reread_below_commit", "commit_backwards", "txn_incomplete", "g1a", "lso_stuck",
+                   "lost", "lost_after_read", "divergent", "offset_mismatch"),
+    "an unclean election (PartitionChangeBuilder.electLeader outside the ISR/ELR) or a power loss that cut the "
+    "elected log removes the records of its loss window: the other replicas truncate to the new leader's log "
+    "(UnifiedLog.truncateTo, KIP-101/KIP-279), removing only what lies above the truncation point when it happens",
+    "the record was appended in the loss window's span (its send..ack or read meets it) and the event came after",
+    _covers_append)
+
+
+def loss_claim(model, partition, t_lo_ns: int, t_hi_ns: int, times: Times | None = None) -> Claim | None:
+    """LOSS_EVENT's claim for a record of `partition` appended in [t_lo_ns, t_hi_ns]: the model's loss window
+    that can hold it (ModelResult.loss_window) and its cause, if the cause came after the record existed."""
+    if model is None or partition is None:
+        return None
+    w = model.loss_window(int(partition), int(t_lo_ns), int(t_hi_ns))
+    if w is None:
+        return None
+    cause = w.cause or Cause(f"window p{w.partition} {w.start_ns}..{w.end_ns}", w.end_ns, w.reason)
+    return claim(LOSS_EVENT, cause, times or Times(sent=int(t_lo_ns), acked=int(t_hi_ns)))
