@@ -34,7 +34,7 @@ from kafka_chaos.checkers.model.observed import (
     _span,
     observed_events,
 )
-from kafka_chaos.checkers.model.windows import Window
+from kafka_chaos.checkers.model.windows import Cause, Window
 
 REPLAYS = ("recorded", "late", "keeping up")         # run_model's timings, in the order of [model, *alternatives]
 
@@ -198,5 +198,7 @@ def planned_move_risk(samples: pd.DataFrame | None) -> list:
         start = int(before.max()) if len(before) else t
         out.append(Window(p, start - REPLICATION_SLACK_NS, t + TICK_NS, ("1",),
                           f"acks=1 tail of broker {e['previous']} when leadership moved to its preferred replica "
-                          f"{e['leader']} (auto.leader.rebalance.enable), seen in the samples"))
+                          f"{e['leader']} (auto.leader.rebalance.enable), seen in the samples",
+                          Cause(f"sample p{p} {t}", t, f"leadership of partition {p} moved from broker "
+                                f"{e['previous']} to {e['leader']}")))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafka_chaos.checkers.model.config import ACKED, ACKS_LEVELS, METADATA_CATCHUP_NS, METADATA_SLACK_NS, TICK_NS
 from kafka_chaos.checkers.model.controller import _Controller
 from kafka_chaos.checkers.model.state import _Partition
-from kafka_chaos.checkers.model.windows import Window
+from kafka_chaos.checkers.model.windows import Cause, Window
 
 
 class _Replication(_Controller):
@@ -64,7 +64,9 @@ class _Replication(_Controller):
             alone = len(local_isr) <= 1 and self.cfg.effective_min_isr <= 1
             self.risk.append(Window(p, t - TICK_NS, t, ACKED if alone else ("1",),
                                     f"zombie leader {n} (epoch {epoch}) cut off from the controller "
-                                    f"still acknowledged writes after a new leader was elected"))
+                                    f"still acknowledged writes after a new leader was elected",
+                                    Cause(f"zombie p{p} e{epoch} b{n}", t, f"broker {n} still leading epoch {epoch} "
+                                          f"after epoch {part.epoch} was elected")))
 
     def _fetch_and_alter_isr(self, p: int, part: _Partition, t: int) -> set:
         """Followers that believe in the current leader and reach it copy its log (truncating what diverges); the

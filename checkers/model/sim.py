@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from kafka_chaos.checkers.model.config import ACKED, ACKS_LEVELS, REPLICATION_SLACK_NS, TICK_NS, FaultEffect
 from kafka_chaos.checkers.model.replication import _Replication
-from kafka_chaos.checkers.model.windows import Window, _cut, _merge, _minus, _union
+from kafka_chaos.checkers.model.windows import Cause, Window, _cut, _merge, _minus, _union
 
 RTO_MIN_NS, RTO_MAX_NS = 200_000_000, 120_000_000_000    # Linux's TCP_RTO_MIN and TCP_RTO_MAX
+
+
+def _next_election(p: int, part, epoch: int) -> Cause | None:
+    """The election that ended `epoch`: the cause of its acks=1 tail's loss."""
+    for e, t_el, how, leader, _, _ in part.elections:
+        if e > epoch:
+            return Cause(f"election p{p} e{e}", t_el, f"the election of broker {leader} {how}, epoch {e}")
+    return None
 
 
 class _Sim(_Replication):
@@ -185,7 +193,7 @@ class _Sim(_Replication):
                 if epoch < part.epoch:
                     self.risk.append(Window(p, t1 - REPLICATION_SLACK_NS, self._applying_until(t1) + TICK_NS, ("1",),
                                             f"acks=1 tail of epoch {epoch}: the last fetch before its leader "
-                                            f"lost leadership may have missed it"))
+                                            f"lost leadership may have missed it", _next_election(p, part, epoch)))
         self.risk = _merge(self.risk)
         self.truncs = _merge(self.truncs)
         self.unavailable.sort(key=lambda w: (w.start_ns, w.partition))
