@@ -63,8 +63,8 @@ class _Partition:
     view: dict = field(default_factory=dict)          # broker -> (leader, epoch, isr) it believes
     epoch_reason: dict = field(default_factory=dict)  # epoch -> how its leader was chosen
     elections: list = field(default_factory=list)     # (epoch, t, how, leader, its log, its cuts) when elected
-    cuts: dict = field(default_factory=dict)          # broker -> [(power-cut broker, [epoch, t0, t1], Cause), ...] its log
-    #                                                   lacks through a power loss, its own or one of a log it copied
+    cuts: dict = field(default_factory=dict)          # broker -> [(power-cut broker, [epoch, t0, t1], Cause), ...]
+    #                                                   its log lacks through a power loss, its own or a copied log's
     down_since: dict = field(default_factory=dict)    # "no_leader"/"under_min_isr" -> start time
     adding: list = field(default_factory=list)        # a reassignment in progress: replicas joining
     removing: list = field(default_factory=list)      # ... and replicas leaving once the new ones are in the ISR
@@ -101,9 +101,10 @@ class _State:
         self.connected_since: dict[int, int | None] = {n: t_begin - METADATA_CATCHUP_NS for n in self.nodes}
         self.ready_at: dict[int, int] = {n: t_begin for n in self.nodes}    # a fenced broker is unfenced from then
         self.thawed: set[int] = set()       # brokers paused and resumed since they last (re)started
-        self.new_incarnation: set[int] = set()      # KRaft: restarted before their old session lapsed (_heartbeats)
+        self.new_incarnation: set[int] = set()      # restarted before their old session lapsed (_heartbeats,
+        #                                             ZooKeeper mode: _zk_refused_registration)
         self.fence_pending: set[int] = set()    # KRaft: expired, still to be fenced in this tick (_Controller._fence)
-        self.starting: set[int] = set()     # KRaft: restarted and not yet unfenced, so serving nothing (_refresh_views)
+        self.starting: set[int] = set()     # restarted, not yet unfenced (registered): serving nothing (_refresh_views)
         self.fetch_cut: dict[tuple, int] = {}           # (follower, leader) -> when their link was cut, both up
         self.fetch_stuck_until: dict[tuple, int] = {}   # (follower, leader) -> when its fetcher works again
         self.started_at: dict[int, int] = {}    # when each broker's process last started again
@@ -125,7 +126,10 @@ class _State:
         self.down_at[n] = t
 
     def restarted(self, n, t: int, thawed: bool = False):
-        """A broker process started again (or thawed) at t: from when the controller may unfence it."""
+        """A broker process started again (or thawed) at t: from when the controller may unfence it. A restarted
+        process is a new incarnation in either mode: it serves nothing until it has registered, and one restarted
+        before its old session lapsed cannot register until then (_Controller._refused_registration,
+        _ZooKeeperMode._zk_refused_registration)."""
         if n not in self.ready_at:
             return                              # a controller or ZooKeeper node
         self.ready_at[n] = self.timing.ready_after(n, t, thawed, self.down_at.get(n))
@@ -134,10 +138,9 @@ class _State:
         else:
             self.started_at[n] = t
             self.thawed.discard(n)
-            if not self.zk_mode:
-                self.starting.add(n)
-                if not self.fenced[n]:
-                    self.new_incarnation.add(n)
+            self.starting.add(n)
+            if not self.fenced[n]:
+                self.new_incarnation.add(n)     # its old registration lives on: KRaft's session, ZooKeeper's znode
 
     def _initial_state(self, samples: pd.DataFrame, t0: int):
         cfg = self.cfg

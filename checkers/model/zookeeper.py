@@ -14,6 +14,9 @@ a broker counts as gone.
   ReplicaStateMachine.startup moves replicas on dead brokers offline).
 - Brokers learn decisions from the controller's LeaderAndIsr requests, so a broker cut from the controller broker
   keeps its old view (a zombie leader) however well it reaches ZooKeeper.
+- A restarted process is a new incarnation with a new session: a killed or power-cut broker's znode is its old
+  session's, which lives on until it expires, so the controller still counts the broker live, and its partitions
+  keep it as leader, until then (see _zk_refused_registration).
 - The leader changes the ISR through the controller (AlterIsr/AlterPartition, KIP-497, 2.7+) or, before 2.7, by
   writing the partition's state znode itself (Partition.updateIsr -> KafkaZkClient.conditionalUpdatePath).
 """
@@ -69,6 +72,9 @@ class _ZooKeeperMode:
         """Sessions kept alive by reaching ZooKeeper (a broker back from an expiry registers again); views kept
         fresh by reaching the controller broker (LeaderAndIsr, UpdateMetadata)."""
         for n in self.nodes:
+            if n in self.new_incarnation and self._zk_refused_registration(n, t):
+                self.connected_since[n] = None
+                continue
             if self._zk_session_alive(n):
                 self.last_hb[n] = t
                 if self.fenced[n] and self.alive[n]:
@@ -84,6 +90,30 @@ class _ZooKeeperMode:
                 # gone nothing is decided until a new one, whose failover sends every live broker its state.
                 self.connected_since[n] = None
         self._zk_elect_controller(t)
+
+    def _zk_refused_registration(self, n, t: int) -> bool:
+        """Whether broker n, a process restarted while its old session was registered, is still kept out by it.
+
+        Its new ZooKeeper session does not keep the old one alive, so /brokers/ids/N goes when the old session
+        expires, zookeeper.session.timeout.ms after the old process last reached ZooKeeper, and the controller then
+        takes it out of every ISR and elects from the rest (KafkaController.onBrokerFailure; _zk_sessions). Until
+        then the new process serves nothing and leads nothing with its old log: KafkaServer.startup registers
+        (KafkaZkClient.registerBroker) before it starts the controller or enables request processing, and gets no
+        LeaderAndIsr before it. Its registration is refused while the old znode lives: CheckedEphemeral.create gets
+        NODEEXISTS, and getAfterNodeExists throws it as the znode's ephemeral owner is not its session; startup
+        fails and Kafka.main exits (read in 1.1.1 and 3.9.1). So a process whose start-up reached the registration
+        (`ready_at`: at once in the recorded replay, RESTART_UNFENCE_NS later in the late one) before the old
+        session expired is gone for good; one slower registers once it has (as any broker back from an expiry)."""
+        if self.fenced[n] or not self.alive[n]:
+            self.new_incarnation.discard(n)         # the old session is over (or the process gone again)
+            return False
+        if t >= self.ready_at[n] and self._zk_session_alive(n):
+            self.alive[n] = False
+            self.new_incarnation.discard(n)
+            self.went_down(n, t)
+            self.events.append({"t_ns": t, "event": "exited", "node": n,
+                                "why": "registration refused (NODEEXISTS): its old ZooKeeper session lives"})
+        return True
 
     def _zk_sessions(self, t: int):
         """Expire sessions that ZooKeeper has not heard from within the timeout; the controller, when it can act,

@@ -124,3 +124,71 @@ def test_a_deposed_leader_back_from_an_expired_session_is_told_only_after_the_co
     zombie = [w for w in model.risk if "zombie leader 1" in w.reason]
     # it re-registers at the heal; its LeaderAndIsr comes once the controller handled that (Kafka bounds neither)
     assert zombie and max(w.end_ns for w in zombie) == pytest.approx(T0 + 40 * S + ZK_BROKER_STARTUP_NS, abs=0.5 * S)
+
+
+# -- a restarted process is a new incarnation: its old session's znode keeps it out until that session expires ------
+
+def process(effect, node, t_s, action="start"):
+    return FaultEffect(t_ns=int(T0 + t_s * S), action=action, effect=effect, nodes=(node,), fault=effect)
+
+
+def down_and_back(effect, down_s, back_s, acks=("all",)):
+    """Leader 1 (not the controller) down at `down_s` and started again at `back_s`; 18 s sessions."""
+    timeline = [process(effect, 1, down_s), process(effect, 1, back_s, "heal")]
+    return run_model(cfg(acks=acks), timeline, samples(3), t_begin=T0, t_end=T0 + 200 * S)
+
+
+def happened(model, event, node=None):
+    """(time in s from T0, event) pairs of the recorded replay and the late one."""
+    return [(round((e["t_ns"] - T0) / S, 1), e.get("leader", e.get("node"))) for e in model.possible_events()
+            if e["event"] == event and (node is None or e.get("node", e.get("leader")) == node)]
+
+
+def test_a_leader_power_cut_and_back_within_its_session_does_not_lead_with_its_cut_log_so_acks_all_is_guaranteed():
+    model = down_and_back("power_loss", 50, 52)
+    # its last heartbeat reached ZooKeeper at 49.9 s: the old session expires at 68 s, and only then the controller
+    # elects from the rest of the ISR, which held the write acknowledged at 30 s (gone from broker 1's page cache)
+    assert happened(model, "leader") == [(68.0, 2), (68.0, 2)]
+    assert model.durability(0, T0 + 30 * S, "all")[0] == "guaranteed"
+
+
+def test_an_acks_1_write_in_the_last_replication_slack_before_the_power_cut_stays_at_risk():
+    model = down_and_back("power_loss", 50, 52, acks=("1",))
+    state, reason = model.durability(0, T0 + 49.5 * S, "1")
+    assert state == "at_risk" and "acks=1 tail of epoch 0" in reason
+    assert model.durability(0, T0 + 30 * S, "1")[0] == "guaranteed"      # long fetched by the next leader
+
+
+def test_a_process_whose_registration_meets_the_old_znode_exits_and_a_slower_one_registers_after_the_expiry():
+    model = down_and_back("power_loss", 50, 52)
+    recorded, late = model.events, model.alternatives[0].events
+    # recorded: its start-up reaches KafkaZkClient.registerBroker at once, gets NODEEXISTS and Kafka exits;
+    # late: start-up takes RESTART_UNFENCE_NS, past the expiry, so it registers as any broker back from one
+    assert [(e["t_ns"], e["node"]) for e in recorded if e["event"] == "exited"] == [(T0 + 52 * S, 1)]
+    assert not any(e["event"] == "unfenced" for e in recorded)
+    assert [e["t_ns"] for e in late if e["event"] == "unfenced"] == [T0 + 68 * S + S // 10]
+    assert not any(e["event"] == "exited" for e in late)
+
+
+def test_a_restart_just_before_the_old_session_expires_is_refused_and_one_just_after_registers_at_once():
+    before, after = down_and_back("power_loss", 50, 67.5), down_and_back("power_loss", 50, 68.5)
+    assert happened(before, "exited") == [(67.5, 1)] and happened(before, "leader") == [(68.0, 2), (68.0, 2)]
+    assert not happened(after, "exited") and happened(after, "unfenced") == [(68.5, 1), (68.5, 1)]
+    for model in (before, after):
+        assert model.durability(0, T0 + 30 * S, "all")[0] == "guaranteed"
+
+
+def test_a_killed_leader_back_within_its_session_is_replaced_at_the_old_sessions_expiry_and_its_acks_1_tail_at_risk():
+    model = down_and_back("kill", 50, 52, acks=("1",))
+    assert happened(model, "fenced", 1) == [(68.0, 1), (68.0, 1)] and happened(model, "leader") == [(68.0, 2)] * 2
+    assert model.durability(0, T0 + 49.5 * S, "1")[0] == "at_risk"
+    assert model.durability(0, T0 + 30 * S, "1")[0] == "guaranteed"
+
+
+def test_a_cleanly_stopped_leader_hands_over_at_the_stop_and_registers_again_at_its_restart():
+    model = down_and_back("stop", 50, 52, acks=("1", "all"))
+    # a controlled shutdown closes the session, so /brokers/ids/1 is gone at once and the restart registers
+    assert happened(model, "leader") == [(50.0, 2), (50.0, 2)]
+    assert happened(model, "unfenced", 1) == [(52.0, 1), (52.0, 1)] and not happened(model, "exited")
+    assert model.durability(0, T0 + 30 * S, "all")[0] == "guaranteed"
+    assert model.durability(0, T0 + 49.5 * S, "1")[0] == "at_risk"
