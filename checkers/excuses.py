@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from kafka_chaos.checkers.model.windows import Cause
 
 __all__ = ["Cause", "Claim", "Rule", "Times", "RULES", "claim", "rule"]
@@ -50,17 +52,26 @@ class Rule:
     mechanism: str
     timing: str                                    # the timing condition in words, for the reason and the docs
     holds: Callable[[Cause, Times], bool]          # the timing condition itself
+    # The same condition over many writes' send times at once (int64 ns, and whether each is known), where the
+    # judge asks it of a window's rows together; None: asked row by row.
+    holds_sent: Callable[[Cause, np.ndarray, np.ndarray], np.ndarray] | None = None
+
+    def holds_for_sends(self, cause: Cause, sent: np.ndarray, known: np.ndarray) -> np.ndarray:
+        if self.holds_sent is not None:
+            return np.asarray(self.holds_sent(cause, sent, known), dtype=bool)
+        return np.array([self.holds(cause, Times(sent=int(t) if k else None)) for t, k in zip(sent, known)],
+                        dtype=bool)
 
 
 RULES: dict[str, Rule] = {}
 
 
 def rule(name: str, kinds: tuple[str, ...], mechanism: str, timing: str,
-         holds: Callable[[Cause, Times], bool]) -> Rule:
+         holds: Callable[[Cause, Times], bool], holds_sent=None) -> Rule:
     """Declare an excuse rule (once per name: the ablation tests enumerate RULES)."""
     if name in RULES:
         raise ValueError(f"excuse rule {name!r} declared twice")
-    RULES[name] = Rule(name, kinds, mechanism, timing, holds)
+    RULES[name] = Rule(name, kinds, mechanism, timing, holds, holds_sent)
     return RULES[name]
 
 
@@ -103,7 +114,18 @@ LOSS_EVENT = rule(
     "elected log removes the records of its loss window: the other replicas truncate to the new leader's log "
     "(UnifiedLog.truncateTo, KIP-101/KIP-279), removing only what lies above the truncation point when it happens",
     "the record was appended in the loss window's span (its send..ack or read meets it) and the event came after",
-    _covers_append)
+    _covers_append, lambda cause, sent, known: ~known | (sent <= cause.t_ns))
+
+# The model classed an unread acked write at risk: its send..ack meets a risk window the cause opened
+# (ModelResult.classify). The window is the timing condition: an acks=1 tail is lost when its old leader truncates
+# to the new leader's log, which may be after the election that names the window (a controlled shutdown keeps
+# acking until it is applied), so the cause's own time is not compared with the send.
+MODEL_RISK = rule(
+    "model_risk", ("lost", "offset_mismatch", "duplicate", "nonmonotonic_send"),
+    "the ISR model replays the run's faults on Kafka's replication rules (checkers/model, docs/model.md) and finds "
+    "an election, power loss or zombie leader after which no leader need hold the write",
+    "the write's send..ack meets the risk window its cause opened",
+    lambda cause, times: True, lambda cause, sent, known: np.ones(len(sent), dtype=bool))
 
 
 def loss_claim(model, partition, t_lo_ns: int, t_hi_ns: int, times: Times | None = None) -> Claim | None:

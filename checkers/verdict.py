@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kafka_chaos.base.arrays import filled
-from kafka_chaos.checkers import availability, instances
+from kafka_chaos.checkers import availability, excuses, instances, txns
 from kafka_chaos.checkers.client import ClientVoids, epoch_bumps_between
 from kafka_chaos.checkers.completeness import Completeness
 from kafka_chaos.checkers.model import ModelResult
@@ -33,6 +33,7 @@ LOST_KINDS = ("lost", "lost_after_read")
 # incomplete. A stuck last stable offset is judged from lso.parquet, and is what leaves a read_committed drain
 # incomplete (workloads/drain.py), so it must not turn the run it proves wrong into "no verdict".
 DRAIN_INDEPENDENT = ("lso_stuck",)
+RISK_WINDOW = "_risk_window"     # a judged frame's column while the rules run: the model's Window that classed a send
 SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "failed_read", "recovered",
               "min_isr_breach")
 
@@ -125,18 +126,23 @@ class Judge:
 
     def committed_lost(self, rows: pd.DataFrame, why: str):
         t_read, t_ack = rows["t_read_ns"], rows["t_complete_ns"]
-        cause = self.model.committed_loss_causes(rows["partition"], t_read.fillna(t_ack), t_ack, rows["t_invoke_ns"])
-        has = cause != None    # noqa: E711 (elementwise)
+        windows = self.model.committed_loss_windows(rows["partition"], t_read.fillna(t_ack), t_ack,
+                                                    rows["t_invoke_ns"])
+        claims = window_claims(excuses.LOSS_EVENT, windows, rows["t_invoke_ns"].fillna(t_read.fillna(t_ack)))
+        has = claims != None    # noqa: E711 (elementwise)
+        cause = np.full(len(rows), None, dtype=object)
+        cause[has] = [f"{w.reason} (cause {c.cause.id})" for w, c in zip(windows[has], claims[has])]
         return _pick(has, "allowed", "violation"), _pick(
             has, "; allowed: " + _str(cause), f"; {why}: only an unclean election or a power loss may remove "
-            "a committed record, and the model predicts none that could" + self.unpredicted(rows))
+            "a committed record, and the model predicts none that could" + self.unpredicted(rows)), claims
 
     def rule(self, rows: pd.DataFrame, durability: np.ndarray, model_reason: np.ndarray):
         """(classification, reason suffix) of the anomalies of one kind, by the rule for it (docs/history.md)."""
         name = RULE_OF_KIND.get(rows["kind"].iloc[0])
         if name is None:
-            return filled(len(rows), "allowed"), filled(len(rows), "; counted, not an anomaly")
-        return getattr(self, name)(rows, durability, model_reason)
+            return filled(len(rows), "allowed"), filled(len(rows), "; counted, not an anomaly"), _no_claims(rows)
+        out = getattr(self, name)(rows, durability, model_reason)
+        return out if len(out) == 3 else (*out, _no_claims(rows))
 
     def _lost(self, rows, durability, model_reason):
         read = rows["t_read_ns"].notna().to_numpy()
@@ -144,28 +150,23 @@ class Judge:
         reason = _str(model_reason)
         marker = self.marker_lost(rows)
         guaranteed = (durability == "guaranteed") & (marker == None)    # noqa: E711 (elementwise)
+        at_risk = window_claims(excuses.MODEL_RISK, rows[RISK_WINDOW].to_numpy(dtype=object), rows["t_invoke_ns"])
         return _pick(read, committed[0], _pick(guaranteed, "violation", "allowed")), _pick(
             read, committed[1], _pick(guaranteed, "; the model classed it guaranteed: " + reason +
                                       self.unpredicted(rows), _pick(marker == None, "; at risk: " + reason,  # noqa
-                                                                    "; allowed: " + _str(marker))))
+                                                                    "; allowed: " + _str(marker)))), \
+            _pick(read, committed[2], at_risk)
 
     def marker_lost(self, rows) -> np.ndarray:
-        """For a transactional producer's committed record: why its COMMIT marker may be gone (ModelResult.
-        marker_loss_causes), as a reason; None elsewhere. A transactional record is visible only with its marker
-        (KIP-98); without it the partition's next marker from the same producer ends the transaction (an ABORT: read
-        as aborted) or nothing does (lso_stuck)."""
+        """For a transactional producer's committed record: why its COMMIT marker may be gone (commit_marker_claims:
+        a loss window that holds the marker's append), as a reason; None elsewhere. A transactional record is
+        visible only with its marker (KIP-98); without it the partition's next marker from the same producer ends
+        the transaction (an ABORT: read as aborted) or nothing does (lso_stuck)."""
+        claims = commit_marker_claims(self.model, self.meta, rows)
         out = np.full(len(rows), None, dtype=object)
-        names = {p.get("name") for p in self.meta.producers if p.get("transactional")}
-        if not names or not len(rows):
-            return out
-        base = rows["producer"].astype(object).map(lambda n: str(n).split("-r")[0] if n is not None else None)
-        txn = base.isin(names).to_numpy(dtype=bool)
-        if not txn.any():
-            return out
-        cause = self.model.marker_loss_causes(rows["partition"], rows["t_complete_ns"])
-        hit = txn & (cause != None)    # noqa: E711 (elementwise)
-        out[hit] = "its transaction's COMMIT marker, appended after its records and its ack, may be missing on " \
-                   "the elected replica: " + _str(cause[hit])
+        for i in np.flatnonzero(claims != None):    # noqa: E711 (elementwise)
+            out[i] = "its transaction's COMMIT marker, appended after its records and its ack, may be missing on " \
+                     "the elected replica: " + claims[i].reason()
         return out
 
     def _lost_after_read(self, rows, durability, model_reason):
@@ -189,7 +190,16 @@ class Judge:
         return cls, why
 
     def _always(self, rows, durability, model_reason):
-        return _constant(rows, "violation", "; " + KINDS[rows["kind"].iloc[0]].because)
+        """A violation, whatever the model predicts; except a transactional producer's aborted write read where its
+        ABORT marker was lost (abort_marker_claims), the mirror of a lost COMMIT marker (marker_lost)."""
+        cls, why = _constant(rows, "violation", "; " + KINDS[rows["kind"].iloc[0]].because)
+        if rows["kind"].iloc[0] != "failed_read":
+            return cls, why
+        claims = abort_marker_claims(self.model, self.meta, rows)
+        for i in np.flatnonzero(claims != None):    # noqa: E711 (elementwise)
+            cls[i], why[i] = "allowed", "; its transaction's ABORT marker may be missing on the elected replica, " \
+                "which then holds the aborted record in an open transaction: " + claims[i].reason()
+        return cls, why, claims
 
     def _rewritten(self, rows, durability, model_reason):
         at_risk = (rows["kind"].to_numpy() == "offset_mismatch") & (durability == "at_risk")
@@ -223,6 +233,52 @@ class Judge:
         return np.array(cls, dtype=object), np.array(why, dtype=object)
 
 
+def _transactional(meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:
+    """Rows of a transactional producer's sends (a replacement processor "<name>-r<n>" is its slot's)."""
+    names = {p.get("name") for p in meta.producers if p.get("transactional")}
+    if not names or not len(rows):
+        return np.zeros(len(rows), dtype=bool)
+    base = rows["producer"].astype(object).map(lambda n: str(n).split("-r")[0] if n is not None else None)
+    return base.isin(names).to_numpy(dtype=bool)
+
+
+def _known(*cols) -> np.ndarray:
+    return np.logical_and.reduce([c.notna().to_numpy(dtype=bool) for c in cols])
+
+
+def commit_marker_claims(model: ModelResult, meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:
+    """Per `lost` row, txns.COMMIT_MARKER_LOST's Claim (None: none). The marker's append span: from the record's ack
+    (the commit came after the flush) to the markers' deadline after the latest the commit can have been taken,
+    transaction.timeout.ms plus the abort interval after the transaction began (a longer one is aborted,
+    TransactionStateManager.timedOutTransactions; it began before this record)."""
+    out = np.full(len(rows), None, dtype=object)
+    at = np.flatnonzero(_transactional(meta, rows) & _known(rows["partition"], rows["t_complete_ns"]))
+    if not len(at):
+        return out
+    part = rows["partition"].to_numpy()[at].astype(np.int64)
+    ack = rows["t_complete_ns"].to_numpy()[at].astype(np.int64)
+    answered = txns.latest_commit_ns(meta.extra, ack)
+    out[at] = txns.marker_claims(txns.COMMIT_MARKER_LOST, model, part, ack, model.markers_written_by(part, answered))
+    return out
+
+
+def abort_marker_claims(model: ModelResult, meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:
+    """Per `failed_read` row, txns.ABORT_MARKER_LOST's Claim (None: none). A transactional producer's `fail` send
+    is `_TXN_ABORTED` (docs/history.md); its completion is journaled once abort_transaction returned, so the
+    coordinator had sent the ABORT markers by then: the marker's append span is from the send to the markers'
+    deadline after that (ModelResult.markers_written_by)."""
+    out = np.full(len(rows), None, dtype=object)
+    at = np.flatnonzero(_transactional(meta, rows) & _known(rows["partition"], rows["t_invoke_ns"],
+                                                            rows["t_complete_ns"]))
+    if not len(at):
+        return out
+    part = rows["partition"].to_numpy()[at].astype(np.int64)
+    sent = rows["t_invoke_ns"].to_numpy()[at].astype(np.int64)
+    done = rows["t_complete_ns"].to_numpy()[at].astype(np.int64)
+    out[at] = txns.marker_claims(txns.ABORT_MARKER_LOST, model, part, sent, model.markers_written_by(part, done))
+    return out
+
+
 def _constant(rows: pd.DataFrame, classification: str, why: str):
     return filled(len(rows), classification), filled(len(rows), why)
 
@@ -246,24 +302,72 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
     classification = filled(n, "allowed")
     durability = np.full(n, None, dtype=object)
     model_reason = np.full(n, None, dtype=object)
+    risk_window = np.full(n, None, dtype=object)
     is_send = out["kind"].isin(SEND_KINDS).to_numpy() & out["acks"].notna().to_numpy() if n else np.zeros(0, bool)
     if is_send.any():
         cls = model.classify(out.loc[is_send, ["partition", "acks", "t_invoke_ns", "t_complete_ns"]])
         durability[is_send] = cls["durability"].to_numpy()
         model_reason[is_send] = cls["reason"].to_numpy()
+        risk_window[is_send] = cls["risk_window"].to_numpy()
+    out[RISK_WINDOW] = risk_window      # for the rules (the window's cause is the excuse's); not written
     j = Judge(meta, model, complete, observed_losses, stalls, max_stall_s, client_voids)
     reason = filled(n, "")
+    claimed = np.full(n, None, dtype=object)
     kinds = out["kind"].astype(object).to_numpy()
     for kind in pd.unique(kinds):
         at = np.nonzero(kinds == kind)[0]
         rows = out.iloc[at]
-        cls_k, why = j.rule(rows, durability[at], model_reason[at])
+        cls_k, why, claims = j.rule(rows, durability[at], model_reason[at])
         classification[at] = cls_k
         reason[at] = _joined(_describe(rows).to_numpy(dtype=object), np.asarray(why, dtype=object))
+        claimed[at] = np.where(np.asarray(cls_k, dtype=object) == "allowed", np.asarray(claims, dtype=object), None)
     out["classification"] = classification
     out["durability"] = durability
     out["reason"] = reason
+    out["excuse"], out["cause_id"], out["cause_t_ns"] = claim_columns(claimed)
+    return out.drop(columns=[RISK_WINDOW])
+
+
+def window_claims(r: excuses.Rule, windows: np.ndarray, sent) -> np.ndarray:
+    """Per row, the Claim of rule `r` blaming its window's cause (None: no window, or the timing refused): one Claim
+    per window, shared by the rows it holds for; the timing is checked per row against the row's send time."""
+    out = np.full(len(windows), None, dtype=object)
+    has = np.asarray(windows != None, dtype=bool)    # noqa: E711 (elementwise)
+    if not has.any():
+        return out
+    sent = pd.array(np.asarray(sent, dtype=object) if not isinstance(sent, pd.Series) else sent, dtype="Int64")
+    known = ~np.asarray(sent.isna(), dtype=bool)
+    t = np.asarray(sent.fillna(0), dtype=np.int64)
+    at = np.flatnonzero(has)
+    codes, _ = pd.factorize(np.fromiter(map(id, windows[at]), dtype=np.int64, count=len(at)))
+    for code, first in zip(*np.unique(codes, return_index=True)):
+        w = windows[at[first]]
+        cause = w.cause or excuses.Cause(f"window p{w.partition} {w.start_ns}..{w.end_ns}", w.end_ns, w.reason)
+        rows = at[codes == code]
+        ok = r.holds_for_sends(cause, t[rows], known[rows])
+        out[rows[ok]] = excuses.Claim(r, cause)
     return out
+
+
+def _no_claims(rows) -> np.ndarray:
+    return np.full(len(rows), None, dtype=object)
+
+
+def claim_columns(claims: np.ndarray) -> tuple[np.ndarray, np.ndarray, pd.Series]:
+    """excuse, cause_id and cause_t_ns of each row from its Claim (None: no excuse). The rows a window excuses share
+    one Claim object: the columns are built per distinct claim and spread by code."""
+    n = len(claims)
+    excuse, cause_id, t = np.full(n, None, dtype=object), np.full(n, None, dtype=object), np.zeros(n, dtype=np.int64)
+    has = np.asarray(claims != None, dtype=bool)    # noqa: E711 (elementwise)
+    at = np.flatnonzero(has)
+    if len(at):
+        some = claims[at]
+        codes, _ = pd.factorize(np.fromiter(map(id, some), dtype=np.int64, count=len(some)))
+        firsts = some[np.unique(codes, return_index=True)[1]]       # the claim of each code, in code order
+        excuse[at] = np.array([c.rule.name for c in firsts], dtype=object)[codes]
+        cause_id[at] = np.array([c.cause.id for c in firsts], dtype=object)[codes]
+        t[at] = np.array([int(c.cause.t_ns) for c in firsts], dtype=np.int64)[codes]
+    return excuse, cause_id, pd.Series(pd.arrays.IntegerArray(t, ~has), dtype="Int64")
 
 
 def _joined(words: np.ndarray, why: np.ndarray) -> np.ndarray:
@@ -279,11 +383,12 @@ def anomalies_table(judged: pd.DataFrame) -> pa.Table:
     """anomalies.parquet's table. Integer columns go through pandas' nullable integers: a float dtype that reached
     here (a concat of Int64 with float64 gives Float64) would be stored as such in the pandas metadata, and readers
     would fail to cast nanosecond times back (beyond 2^53)."""
-    cols = {f.name: judged[f.name] for f in ANOMALIES_SCHEMA}
+    cols = {f.name: judged[f.name] if f.name in judged else pd.Series(None, index=judged.index, dtype=object)
+            for f in ANOMALIES_SCHEMA}
     ints = {f.name: "Int32" if f.type == pa.int32() else "Int64" for f in ANOMALIES_SCHEMA
             if pa.types.is_integer(f.type)}
     frame = pd.DataFrame(cols, copy=False).astype({"durability": object, "classification": object, "reason": object,
-                                                   **ints}, copy=False)
+                                                   "excuse": object, "cause_id": object, **ints}, copy=False)
     return pa.Table.from_pandas(frame, schema=ANOMALIES_SCHEMA, preserve_index=False)
 
 

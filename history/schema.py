@@ -159,6 +159,10 @@ ANOMALIES_SCHEMA = pa.schema([
     pa.field("classification", pa.string(), nullable=False),
     pa.field("durability", pa.string(), nullable=True),
     pa.field("reason", pa.string(), nullable=False),
+    # An allowed instance's excuse (checkers.excuses): the rule, and the event it blames by id and time.
+    pa.field("excuse", pa.string(), nullable=True),
+    pa.field("cause_id", pa.string(), nullable=True),
+    pa.field("cause_t_ns", pa.int64(), nullable=True),
 ])
 
 # File name (relative to the results directory) -> schema, and whether the file must exist.

@@ -222,6 +222,7 @@ class ExampleRow:
     isr_at_ack: str
     neighbours: list[Neighbour]
     reason: str
+    cause: str = ""          # an allowed row's excuse and the event it blames, by id and time (checkers.excuses)
 
 
 def anomaly_examples(run: RunData, options: ReportOptions) -> dict[str, list[ExampleRow]]:
@@ -255,7 +256,17 @@ def _example(run: RunData, reads: pd.DataFrame, r: dict, options: ReportOptions)
         classification=_cell(r.get("classification")), durability=_cell(r.get("durability")),
         leader_at_ack=leader, isr_at_ack=isr,
         neighbours=_neighbours(reads, partition, offset, options.neighbour_span), reason=_cell(r.get("reason")),
+        cause=_cause(run, r),
     )
+
+
+def _cause(run: RunData, r: dict) -> str:
+    """"<excuse>: <cause id> at <t> s" for an allowed row that names its cause; "" otherwise."""
+    excuse, cause_id, t_ns = r.get("excuse"), r.get("cause_id"), _int_or_none(r.get("cause_t_ns"))
+    if not isinstance(excuse, str) or not isinstance(cause_id, str):
+        return ""
+    at = f" at {(t_ns - run.start_ns) / 1e9:.3f} s" if t_ns is not None and run.start_ns else ""
+    return f"{excuse}: {cause_id}{at}"
 
 
 def _cluster_at(run: RunData, partition: int | None, t_ns: int | None) -> tuple[str, str]:

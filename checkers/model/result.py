@@ -17,6 +17,7 @@ from kafka_chaos.checkers.model.config import (
     profile_int,
 )
 from kafka_chaos.checkers.model.windows import Window, intersect_windows
+from kafka_chaos.history.eos import MARKER_SLACK_MS
 
 HW_SAMPLE_AGE_NS = 5_000_000_000     # a sampled high watermark bounds the offsets of a piece begun this soon after it
 
@@ -59,7 +60,8 @@ class ModelResult:
         """durability and reason for rows with partition, acks, t_invoke_ns and t_complete_ns: as durability(),
         a write is at risk when [t_invoke_ns, t_complete_ns] meets a risk window."""
         if not len(writes):
-            return pd.DataFrame({"durability": pd.Series(dtype="string"), "reason": pd.Series(dtype="string")})
+            return pd.DataFrame({"durability": pd.Series(dtype="string"), "reason": pd.Series(dtype="string"),
+                                 "risk_window": pd.Series(dtype=object)})
         t = writes["t_complete_ns"].fillna(writes["t_invoke_ns"]).astype("int64").to_numpy()
         t0 = writes["t_invoke_ns"].astype("int64").to_numpy() if "t_invoke_ns" in writes else t
         part = writes["partition"].fillna(-1).astype("int64").to_numpy()
@@ -72,11 +74,13 @@ class ModelResult:
         durability[acked] = "guaranteed"
         reason = filled(len(acks), "acks=0: never acknowledged by a broker")
         reason[acked] = self.durability(-1, -1, "all")[1]
+        window = np.full(len(acks), None, dtype=object)         # the risk window that classed it (its cause)
         for w in reversed(self.risk):   # the first matching window wins, as in durability()
             hit = (part == w.partition) & (t >= w.start_ns) & (t0 <= w.end_ns) & np.isin(acks, w.acks)
             durability[hit] = "at_risk"
             reason[hit] = w.reason
-        return pd.DataFrame({"durability": durability, "reason": reason}, index=writes.index)
+            window[hit] = w
+        return pd.DataFrame({"durability": durability, "reason": reason, "risk_window": window}, index=writes.index)
 
     # -- loss events and availability ----------------------------------------------------------------------
     def explaining_truncation(self, partition, offset) -> Window | None:
@@ -105,6 +109,10 @@ class ModelResult:
         return self.committed_loss_causes([partition], [t_read_ns], [t_ack_ns], [t_invoke_ns])[0]
 
     def committed_loss_causes(self, partition, t_read_ns, t_ack_ns, t_invoke_ns) -> np.ndarray:
+        windows = self.committed_loss_windows(partition, t_read_ns, t_ack_ns, t_invoke_ns)
+        return np.array([None if w is None else w.reason for w in windows], dtype=object)
+
+    def committed_loss_windows(self, partition, t_read_ns, t_ack_ns, t_invoke_ns) -> np.ndarray:
         """Why a committed record (read by a consumer at t_read_ns, appended no later than that) may be gone: a
         risk window of an unclean election or a power loss on its partition that covers its append time, i.e.
         the elected replica lacked the segment it was in. None: Kafka's rules keep it."""
@@ -113,19 +121,39 @@ class ModelResult:
         t_hi = np.where(has_r & has_a, np.minimum(r, a), np.where(has_r, r, a))
         t_lo = np.where(has_i, i, t_hi - REPLICATION_SLACK_NS)
         return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & (w.start_ns <= t_hi)
-                                  & (t_lo <= w.end_ns) & (has_r | has_a), lambda w: w.reason)
+                                  & (t_lo <= w.end_ns) & (has_r | has_a), lambda w: w)
 
-    def marker_loss_causes(self, partition, t_ack_ns) -> np.ndarray:
-        """Why a committed transactional record the model keeps may still be unreadable: its transaction's COMMIT
-        marker is appended after its records (by the coordinator, after the client's commit, so after the record's
-        ack) and is a record of its own, lost with the elected replica's missing tail like any other: a loss window
-        of its partition that ends after the ack may hold it. None: no such window. (A real cascade-kill run on
-        3.9.2: the records survived the unclean election, the marker did not, and the producer's next ABORT marker
-        ended the open transaction on the partition: the committed records were read as aborted.)"""
-        p, _ = _column(partition)
-        a, has_a = _column(t_ack_ns)
-        return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & has_a
-                                  & (w.end_ns >= a), lambda w: w.reason)
+    def marker_loss_causes(self, partition, t_lo_ns, t_hi_ns) -> np.ndarray:
+        """Per row, the loss window (Window, its `cause` named) that may hold a transaction marker appended on
+        `partition` between t_lo_ns and t_hi_ns, or None. A COMMIT or ABORT marker is a record of its own, lost
+        with the elected replica's missing tail like any other (a real cascade-kill run on 3.9.2: the records
+        survived an unclean election, the COMMIT marker did not, and the producer's next ABORT marker ended the open
+        transaction: the committed records were read as aborted). The coordinator writes it after the client's
+        EndTxn (TransactionCoordinator.handleEndTransaction: once PREPARE_COMMIT/ABORT is in its log), with
+        requiredAcks = -1 (KafkaApis.handleWriteTxnMarkersRequest), retried while the partition has no leader or
+        too small an ISR (TransactionMarkerRequestCompletionHandler), and before the producer's next transaction can
+        add a partition (CONCURRENT_TRANSACTIONS in PREPARE_COMMIT/ABORT): so only a window whose lost span meets
+        that span, opened by an event after t_lo_ns, can hold it. A loss at another time removed other records."""
+        (p, has_p), (lo, has_lo), (hi, has_hi) = _column(partition), _column(t_lo_ns), _column(t_hi_ns)
+        known = has_p & has_lo & has_hi
+
+        def hit(w):
+            cause_t = w.cause.t_ns if w.cause is not None else w.end_ns
+            return known & (p == w.partition) & (w.start_ns <= hi) & (lo <= w.end_ns) & (cause_t >= lo)
+        return self._first_window(len(p), self._loss_windows(), hit, lambda w: w)
+
+    def markers_written_by(self, partition, t_ns) -> np.ndarray:
+        """Per row, the latest time a marker the coordinator sent at t_ns (the client's EndTxn answered) is
+        appended on `partition`: MARKER_SLACK_MS after it, moved past every window in which the model has the
+        partition unwritable with acks=all (the marker's append needs the leader and min.insync.replicas,
+        Partition.appendRecordsToLeader; the coordinator retries NOT_LEADER_OR_FOLLOWER and NOT_ENOUGH_REPLICAS,
+        TransactionMarkerRequestCompletionHandler)."""
+        (p, _), (t, _) = _column(partition), _column(t_ns)
+        out = t + MARKER_SLACK_MS * 1_000_000
+        for w in sorted((w for w in self.unavailable if "all" in w.acks), key=lambda w: w.start_ns):
+            hit = (p == w.partition) & (w.start_ns <= out) & (out <= w.end_ns)
+            out[hit] = w.end_ns + MARKER_SLACK_MS * 1_000_000
+        return out
 
     def loss_window(self, partition, t_lo_ns, t_hi_ns) -> Window | None:
         """The first loss window (an unclean election's or a power loss's, `_loss_windows`) of `partition` whose
