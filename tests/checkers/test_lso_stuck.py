@@ -19,7 +19,7 @@ from kafka_chaos.history.controller_log import transaction_version, transactiona
 from kafka_chaos.history.eos import abort_bound_ms
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import LSO_SCHEMA
-from tests.checkers.conftest import MS, T, fault, read, send, write_run
+from tests.checkers.conftest import MS, T, fault, read, sample, send, write_run
 
 S = 1_000_000_000
 
@@ -193,3 +193,132 @@ def test_a_drain_resting_at_an_lso_not_proven_stuck_gives_no_verdict(tmp_path):
 def test_the_counter_case_the_same_write_missing_from_a_drain_that_read_past_it_is_lost(tmp_path):
     code, v = check(stuck_run(tmp_path, "read", stuck_drain=False, lso_rest_s=20))
     assert code == 1 and v["violations"].get("lost") == 1
+
+
+# -- the bound counted from the transaction log's ISR back, not from the heal request ------------------------------
+# The coordinator's abort is a write to __transaction_state with requiredAcks = -1
+# (TransactionStateManager.appendTransactionToLog): below transaction.state.log.min.isr it fails and the next abort
+# pass retries it. Two of three brokers killed at 10 s and restarted at 20 s; the LSO rests from 15 s to 80 s.
+
+HEAL_S, TIMEOUT_MS = 20.0, 20000                           # abort_bound_ms(20000) == 35 s
+
+
+def two_of_three_killed(tmp_path, back_s: list[float], name="run"):
+    """Brokers 2 and 3 killed and restarted; cluster.parquet shows each in an ISR again at its `back_s`."""
+    faults = [fault(10_000, "start", "kill", [2, 3], signal="SIGKILL"), fault(HEAL_S * 1000, "heal", "kill", [2, 3])]
+    isr = [sample(t_ms, 1, [1], hw=10) for t_ms in range(10_500, 200_000, 500)]
+    for b, s in zip((2, 3), back_s):
+        isr += [sample(t_ms, 1, [1, b], hw=10) for t_ms in range(int(s * 1000), 200_000, 500)]
+    run = write_run(tmp_path / name, [send("a", offset=0, t=1000)], [], faults, cluster=isr,
+                    brokers=[1, 2, 3], partitions=1)
+    return run, RunMeta(run_id=name, partitions=1, replication_factor=3, min_insync_replicas=2, brokers=(1, 2, 3))
+
+
+def judged(run, meta, model=None):
+    samples = resting(65.0, lso_at=10, hw=40, start_s=15.0)
+    return lso.find(samples, lso.heals(run), TIMEOUT_MS, model, log_back=lso.transaction_log_back(run, meta, model))
+
+
+def test_the_log_is_back_when_the_first_restarted_broker_rejoins_an_isr_beside_the_survivor(tmp_path):
+    run, meta = two_of_three_killed(tmp_path, back_s=[60.0, 90.0])
+    back = lso.transaction_log_back(run, meta)
+    assert back.t_ns == int(T + 60 * S) and "2 of 3 brokers" in back.what
+
+
+def test_a_stuck_lso_whose_transaction_log_was_back_long_before_is_a_violation(tmp_path):
+    out = judged(*two_of_three_killed(tmp_path, back_s=[21.0, 22.0]))            # back 1 s after the heal
+    assert out["classification"].tolist() == ["violation"]
+    assert "59.0 s of it after every fault had healed and the transaction log's ISR was back" in out["reason"].iat[0]
+
+
+def test_a_stuck_lso_whose_transaction_log_came_back_late_is_allowed_the_bound_from_then(tmp_path):
+    # 60 s after the heal request, yet 20 s after the log's ISR was back: within the 35 s bound
+    assert judged(*two_of_three_killed(tmp_path, back_s=[60.0, 90.0])).empty
+
+
+@pytest.mark.parametrize("back_s, stuck", [(45.0, False), (44.5, True)])
+def test_the_boundary_is_the_bound_counted_from_the_log_back(tmp_path, back_s, stuck):
+    # the stretch ends at 80 s: back at 45 s leaves exactly the 35 s bound (not stuck), half a second earlier is stuck
+    assert (not judged(*two_of_three_killed(tmp_path, back_s=[back_s, 150.0])).empty) is stuck
+
+
+def test_a_log_never_shown_back_leaves_nothing_to_judge(tmp_path):
+    run, meta = two_of_three_killed(tmp_path, back_s=[300.0, 300.0])            # no sample shows them back
+    assert lso.transaction_log_back(run, meta).t_ns is None and judged(run, meta).empty
+
+
+def test_one_broker_killed_of_three_never_takes_the_log_below_its_min_isr(tmp_path):
+    faults = [fault(10_000, "start", "kill", [2]), fault(20_000, "heal", "kill", [2])]
+    run = write_run(tmp_path / "one", [send("a", offset=0, t=1000)], [], faults, brokers=[1, 2, 3])
+    assert lso.transaction_log_back(run, RunMeta(run_id="one", partitions=3, replication_factor=3,
+                                                 min_insync_replicas=2, brokers=(1, 2, 3))) is None
+
+
+def test_brokers_that_may_not_hold_the_log_count_against_it():
+    assert lso.log_isr_needed(3, {}) == 2
+    assert lso.log_isr_needed(5, {}) == 4                    # 3 of 5 hold the partition: 4 back surely hold 2 of them
+    assert lso.log_isr_needed(3, {"transaction.state.log.min.isr": "1"}) == 1
+    assert lso.log_isr_needed(1, {}) == 1
+
+
+def test_without_samples_the_models_isr_events_show_the_broker_back(tmp_path):
+    from kafka_chaos.checkers.model.config import ModelConfig
+    from kafka_chaos.checkers.model.result import ModelResult
+    faults = [fault(10_000, "start", "kill", [2, 3]), fault(20_000, "heal", "kill", [2, 3])]
+    run = write_run(tmp_path / "m", [send("a", offset=0, t=1000)], [], faults, brokers=[1, 2, 3], partitions=1)
+    events = [{"t_ns": int(T + 12 * S), "event": "isr", "partition": 0, "isr": [1], "elr": []},
+              {"t_ns": int(T + 50 * S), "event": "isr", "partition": 0, "isr": [1, 3], "elr": []}]
+    model = ModelResult(ModelConfig("4.4.0", 1, 3, 2, brokers=(1, 2, 3)), [], [], [], events)
+    meta = RunMeta(run_id="m", partitions=1, replication_factor=3, min_insync_replicas=2, brokers=(1, 2, 3))
+    assert lso.transaction_log_back(run, meta, model).t_ns == int(T + 50 * S)
+
+
+# -- the predicted loss named only when its window meets the stuck transaction's records ----------------------------
+
+def loss_model(start_s: float, end_s: float):
+    from kafka_chaos.checkers.model.config import ModelConfig
+    from kafka_chaos.checkers.model.result import ModelResult
+    from kafka_chaos.checkers.model.windows import Cause, Window
+    cause = Cause("election p0 e4", int(T + end_s * S), "an unclean election of broker 3")
+    w = Window(0, int(T + start_s * S), int(T + end_s * S), ("1", "all"), "unclean election of broker 3", cause)
+    return ModelResult(ModelConfig("4.4.0", 1, 3, 2), [w], [], [], [])
+
+
+def with_unwritten_offset(samples: pd.DataFrame, t_s: float) -> pd.DataFrame:
+    """A sample before the stretch at which the stuck offset was not yet written (hw at it)."""
+    first = pd.DataFrame({"t_ns": [int(T + t_s * S)], "partition": [0], "high_watermark": [286],
+                          "last_stable_offset": [286]})
+    return pd.concat([first, samples], ignore_index=True)
+
+
+def test_a_loss_window_over_the_stuck_transactions_records_is_named_as_its_cause():
+    samples = with_unwritten_offset(resting(40), 39.5)
+    out = lso.find(samples, int(T + 39.5 * S), 20000, loss_model(38.0, 45.0))
+    assert out["classification"].tolist() == ["violation"]            # an election never leaves a partition stuck
+    assert out["cause_id"].tolist() == ["election p0 e4"] and out["excuse"].tolist() == ["loss_event"]
+    assert out["cause_t_ns"].tolist() == [int(T + 45 * S)] and "election p0 e4" in out["reason"].iat[0]
+
+
+def test_a_loss_window_before_the_stuck_transaction_existed_is_not_its_cause():
+    # the same partition, an unclean election whose lost writes end 5 s before the transaction's first record
+    out = lso.find(with_unwritten_offset(resting(40), 39.5), int(T + 39.5 * S), 20000, loss_model(10.0, 34.5))
+    assert out["classification"].tolist() == ["violation"] and out["cause_id"].isna().all()
+    assert "KAFKA-20716" not in out["reason"].iat[0]
+
+
+def test_a_loss_window_ending_at_the_transactions_first_record_is_the_boundary():
+    out = lso.find(with_unwritten_offset(resting(40), 39.5), int(T + 39.5 * S), 20000, loss_model(20.0, 39.5))
+    assert out["cause_id"].tolist() == ["election p0 e4"]
+
+
+def test_check_counts_the_bound_from_the_transaction_logs_isr_back(tmp_path):
+    """Through `check`: the same stuck LSO is lso_stuck when the log's ISR was back 1 s after the heal, not when
+    it was back 40 s after it."""
+    for name, back_s, count in (("early", 21.0, 1), ("late", 60.0, 0)):
+        run, _ = two_of_three_killed(tmp_path, back_s=[back_s, back_s + 30], name=name)
+        pq.write_table(pa.Table.from_pandas(resting(65.0, lso_at=10, hw=40, start_s=15.0), schema=LSO_SCHEMA,
+                                            preserve_index=False), run / "history/lso.parquet")
+        meta = json.loads((run / "meta.json").read_text()) | {"eos": {"transaction_timeout_ms": TIMEOUT_MS}}
+        (run / "meta.json").write_text(json.dumps(meta))
+        _, v = check(run)
+        assert v["anomalies"].get("lso_stuck", 0) == count, name
