@@ -103,7 +103,8 @@ class _ZooKeeperMode:
         NODEEXISTS, and getAfterNodeExists throws it as the znode's ephemeral owner is not its session; startup
         fails and Kafka.main exits (read in 1.1.1 and 3.9.1). So a process whose start-up reached the registration
         (`ready_at`: at once in the recorded replay, RESTART_UNFENCE_NS later in the late one) before the old
-        session expired is gone for good; one slower registers once it has (as any broker back from an expiry)."""
+        session expired is gone for good (the harness does not start it again); one slower registers, which the
+        model lets it do from the expiry on, as any broker back from one (its LeaderAndIsr: ZK_BROKER_STARTUP_NS)."""
         if self.fenced[n] or not self.alive[n]:
             self.new_incarnation.discard(n)         # the old session is over (or the process gone again)
             return False

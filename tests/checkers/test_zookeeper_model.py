@@ -150,12 +150,15 @@ def test_a_leader_power_cut_and_back_within_its_session_does_not_lead_with_its_c
     # elects from the rest of the ISR, which held the write acknowledged at 30 s (gone from broker 1's page cache)
     assert happened(model, "leader") == [(68.0, 2), (68.0, 2)]
     assert model.durability(0, T0 + 30 * S, "all")[0] == "guaranteed"
+    assert model.loss_window(0, T0 + 29 * S, T0 + 30 * S) is None       # no power loss to excuse its loss with
 
 
 def test_an_acks_1_write_in_the_last_replication_slack_before_the_power_cut_stays_at_risk():
     model = down_and_back("power_loss", 50, 52, acks=("1",))
     state, reason = model.durability(0, T0 + 49.5 * S, "1")
     assert state == "at_risk" and "acks=1 tail of epoch 0" in reason
+    tail = next(w for w in model.risk if w.start_ns <= T0 + 49.5 * S <= w.end_ns and "1" in w.acks)
+    assert (tail.cause.id, tail.cause.t_ns) == ("election p0 e1", T0 + 68 * S)    # at the old session's expiry
     assert model.durability(0, T0 + 30 * S, "1")[0] == "guaranteed"      # long fetched by the next leader
 
 
