@@ -13,6 +13,11 @@ BROKER_PORT, CONTROLLER_PORT, ZOOKEEPER_PORT = 9092, 9093, 2181
 FIRST_CONTROLLER_ID = 101
 ZOOKEEPER_NODE_ID = 201          # the ZooKeeper node's id in faults and meta.json (brokers 1..9, controllers 101..)
 
+# KIP-966: 3.9's ReplicationControlManager.isElrEnabled is eligible.leader.replicas.enable and a metadata version
+# of at least IBP_4_0_IV0 (MetadataVersion.isElrSupported), past 3.9's LATEST_PRODUCTION (IBP_3_9_IV0); from 4.0 a
+# feature (eligible.leader.replicas.version, format_args).
+ELR_FROM = (4, 0, 0)
+
 # Kafka's own defaults for the settings a scenario may change (ReplicationConfigs, KRaftConfigs, LogConfig).
 KAFKA_DEFAULTS = {
     "min.insync.replicas": "1",
@@ -71,6 +76,10 @@ class ClusterConfig:
         if self.transaction_version is not None and self.kafka_version and \
                 version_tuple(self.kafka_version) < (4, 0, 0):
             raise UsageError(f"--transaction-version on Kafka {self.kafka_version}: the feature exists from 4.0",
+                             "leave it out, or use a 4.x release")
+        if self.elr and self.kafka_version and version_tuple(self.kafka_version) < ELR_FROM:
+            raise UsageError(f"--elr on Kafka {self.kafka_version}: eligible leader replicas need metadata version "
+                             "4.0 (MetadataVersion.isElrSupported), which this release does not run",
                              "leave it out, or use a 4.x release")
         if self.kafka_version:
             metadata_mode(self.kafka_version, self.metadata)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+from kafka_chaos.base.versions import version_tuple
 from kafka_chaos.checkers.model.releases import applies, rules_used
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import ACKED, ACKS_LEVELS  # noqa: F401  (the model speaks of these acks levels)
@@ -38,6 +39,7 @@ DIRTY_WRITEBACK_NS = 5_000_000_000
 IDEMPOTENCE_HORIZON_NS = 120_000_000_000   # the Java producer's delivery.timeout.ms: how long a write is retried
 CLIENT_DEFAULT_RETRIES = 2_147_483_647   # librdkafka's `retries` default; meta.json writes null for "client default"
 CLIENT_DEFAULT_MAX_IN_FLIGHT = 1_000_000
+ELR_SUPPORTED_FROM = (4, 0, 0)          # KIP-966: MetadataVersion.isElrSupported is IBP_4_0_IV0 and later
 
 
 def profile_int(profile: dict, key: str, default: int) -> int:
@@ -45,6 +47,14 @@ def profile_int(profile: dict, key: str, default: int) -> int:
     value = profile.get(key)
     return default if value is None else int(value)
 
+
+def elr_on_cluster(meta: RunMeta) -> bool:
+    """Whether the run's cluster had eligible leader replicas: meta.json's `elr_enabled`, where the release and mode
+    can have them at all. 3.9's ReplicationControlManager.isElrEnabled also needs metadata version IBP_4_0_IV0
+    (MetadataVersion.isElrSupported), which no 3.x release runs as a stable version; ZooKeeper mode has no ELR. A
+    3.x meta.json that says enabled (the harness passed `--elr` through before it refused it) is judged without."""
+    return bool(meta.elr_enabled) and meta.metadata_mode == "kraft" and \
+        version_tuple(meta.kafka_version) >= ELR_SUPPORTED_FROM
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class ModelConfig:
         idem = tuple(sorted(set(idempotent) or {bool(p.get("idempotent")) for p in meta.producers}))
         return cls(kafka_version=meta.kafka_version, partitions=meta.partitions,
                    replication_factor=meta.replication_factor, min_insync_replicas=meta.min_insync_replicas,
-                   unclean_leader_election=meta.unclean_leader_election, elr_enabled=meta.elr_enabled,
+                   unclean_leader_election=meta.unclean_leader_election, elr_enabled=elr_on_cluster(meta),
                    replica_lag_time_max_ms=meta.replica_lag_time_max_ms,
                    broker_session_timeout_ms=meta.broker_session_timeout_ms,
                    request_timeout_ms=meta.request_timeout_ms, acks=acks,
