@@ -85,6 +85,7 @@ class ClientVoids:
     librdkafka and the Java client bump the epoch), and the epoch bumps librdkafka logged, whatever their cause."""
     timeouts: dict[str, np.ndarray] = field(default_factory=dict)
     bumps: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)   # sorted times, their reasons
+    sends_file: str | None = None      # the run's sends.parquet, for the few sends the judge looks back from
 
 
 def client_voids(run_dir: Path | str, sends_file: Path | str) -> ClientVoids:
@@ -93,7 +94,7 @@ def client_voids(run_dir: Path | str, sends_file: Path | str) -> ClientVoids:
         by_producer.setdefault(bump.producer, []).append(bump)
     bumps = {p: (np.array([b.time_ns for b in bs], dtype=np.int64), [b.reason for b in bs])
              for p, bs in by_producer.items()}
-    return ClientVoids(message_timeouts(sends_file), bumps)
+    return ClientVoids(message_timeouts(sends_file), bumps, str(sends_file))
 
 
 def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
@@ -137,3 +138,54 @@ def epoch_bumps_between(voids: ClientVoids, producers, t0: np.ndarray, t1: np.nd
                 f"in the log again under the new epoch (librdkafka INTRODUCTION.md, message timeouts; "
                 f"confluentinc/librdkafka#4953)")
     return out
+
+
+# -- the send before a nonmonotonic one ----------------------------------------------------------------------------
+SERIES = ["process", "producer", "partition"]
+EARLIER = ["op_id", "offset", "t_invoke_ns", "t_complete_ns"]      # what earlier_sends gives of the earlier send
+EARLIER_LOOKBACK_NS = 300 * 1_000_000_000      # read this far back first; the whole run only for a row it misses
+
+
+def earlier_sends(sends_file: Path | str | None, rows: pd.DataFrame) -> pd.DataFrame:
+    """Per row (an ok send with an offset), the `ok` send with an offset just before it in its series (process,
+    producer, partition) in (t_invoke_ns, op_id) order: the send a `nonmonotonic_send` was acked below (the finders'
+    order: checkers.reference, series_files.nonmonotonic_sends). Its EARLIER columns, <NA> where there is none or
+    no sends file. Read from sends.parquet for these rows' producers and partitions only, not carried through the
+    finders: a run has a few such rows, and the three finders would each need another window column."""
+    out = pd.DataFrame({c: pd.Series(pd.NA, index=rows.index, dtype="Int64") for c in EARLIER})
+    cols = SERIES + ["t_invoke_ns", "op_id"]
+    want = rows[rows[cols].notna().all(axis=1)] if len(rows) else rows
+    for lookback in (EARLIER_LOOKBACK_NS, None):
+        if sends_file is None or not len(want):
+            break
+        found = _previous_in_series(_ok_sends(sends_file, want, lookback), want)
+        out.loc[found.index, EARLIER] = found[EARLIER].to_numpy()
+        want = want[out.loc[want.index, "op_id"].isna().to_numpy()]
+    return out
+
+
+def _ok_sends(sends_file, rows: pd.DataFrame, lookback_ns: int | None) -> pd.DataFrame:
+    """The ok sends with an offset of rows' producers and partitions invoked no later than the last row (and no
+    earlier than lookback_ns before the first)."""
+    t = rows["t_invoke_ns"].astype("int64")
+    keep = (pc.field("outcome") == "ok") & (pc.field("offset") >= 0) & (pc.field("t_invoke_ns") <= int(t.max())) \
+        & pc.field("producer").isin([str(p) for p in rows["producer"].unique()]) \
+        & pc.field("partition").isin([int(p) for p in rows["partition"].unique()])
+    if lookback_ns is not None:
+        keep = keep & (pc.field("t_invoke_ns") >= int(t.min()) - lookback_ns)
+    table = ds.dataset(str(sends_file)).to_table(columns=SERIES + EARLIER, filter=keep)
+    frame = table.to_pandas()
+    frame["producer"] = frame["producer"].astype(str)
+    return frame
+
+
+def _previous_in_series(sends: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """For each row found in `sends` (by op_id, unique in a run), the send sorted just before it in its series."""
+    ordered = sends.sort_values(SERIES + ["t_invoke_ns", "op_id"], kind="stable").reset_index(drop=True)
+    at = pd.Index(ordered["op_id"]).get_indexer(rows["op_id"].astype("int64"))
+    prev = np.maximum(at - 1, 0)
+    series = ordered[SERIES].to_numpy(dtype=object)
+    same = (at > 0) & (series[prev] == series[np.maximum(at, 0)]).all(axis=1)
+    found = ordered.iloc[prev[same]][EARLIER].astype("Int64")
+    found.index = rows.index[same]
+    return found

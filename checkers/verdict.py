@@ -20,8 +20,9 @@ import pyarrow as pa
 
 from kafka_chaos.base.arrays import filled
 from kafka_chaos.checkers import availability, excuses, instances, txns
-from kafka_chaos.checkers.client import ClientVoids, epoch_bumps_between
+from kafka_chaos.checkers.client import ClientVoids, earlier_sends, epoch_bumps_between
 from kafka_chaos.checkers.completeness import Completeness
+from kafka_chaos.checkers.excuses import Claim, Times, claim, loss_claim, rule
 from kafka_chaos.checkers.model import ModelResult
 from kafka_chaos.checkers.reference import Counts
 from kafka_chaos.history.kinds import KINDS
@@ -173,10 +174,18 @@ class Judge:
         return self.committed_lost(rows, "committed (a consumer read it)")
 
     def _out_of_order(self, rows, durability, model_reason):
+        """A duplicate is void where a loss window holds its first copy; a nonmonotonic send where one held the
+        producer's earlier send it was acked below (truncated_earlier_claims); either where the client bumped its
+        epoch while the write was pending. (classification, reason, Claim|None per row)."""
         idempotent = rows["idempotent"].fillna(False).astype(bool).to_numpy()
         inv, read = rows["t_invoke_ns"].astype("Int64"), rows["t_read_ns"].astype("Int64")
-        t = inv.where(inv.notna() & (inv != 0), read.where(read.notna() & (read != 0), 0))
-        voided = self.model.idempotence_voided_many(rows["partition"], t, rows["t_complete_ns"])
+        claims, voided_by = np.full(len(rows), None, dtype=object), "; allowed: idempotence voided by "
+        if rows["kind"].iloc[0] == "nonmonotonic_send":
+            claims, voided = truncated_earlier_sends(self.model, self.client_voids.sends_file, rows, idempotent)
+            voided_by = "; "
+        else:
+            t = inv.where(inv.notna() & (inv != 0), read.where(read.notna() & (read != 0), 0))
+            voided = self.model.idempotence_voided_many(rows["partition"], t, rows["t_complete_ns"])
         done = rows["t_complete_ns"].astype("Int64")
         bumped = epoch_bumps_between(self.client_voids, rows["producer"].astype(object).to_numpy(),
                                      inv.fillna(0).to_numpy(dtype=np.int64), done.fillna(0).to_numpy(dtype=np.int64),
@@ -184,10 +193,10 @@ class Judge:
         is_voided, is_bumped = voided != None, bumped != None    # noqa: E711 (elementwise)
         cls = _pick(~idempotent | is_voided | is_bumped, "allowed", "violation")
         why = _pick(~idempotent, "; allowed: a producer without idempotence may retry and reorder",
-                    _pick(is_voided, "; allowed: idempotence voided by " + _str(voided),
+                    _pick(is_voided, voided_by + _str(voided),
                           _pick(is_bumped, "; allowed by Kafka's rules, idempotence voided by " + _str(bumped),
                                 "; the producer is idempotent, which forbids this")))
-        return cls, why
+        return cls, why, np.where(idempotent & is_voided, claims, None)
 
     def _always(self, rows, durability, model_reason):
         """A violation, whatever the model predicts; except a transactional producer's aborted write read where its
@@ -277,6 +286,57 @@ def abort_marker_claims(model: ModelResult, meta: RunMeta, rows: pd.DataFrame) -
     done = rows["t_complete_ns"].to_numpy()[at].astype(np.int64)
     out[at] = txns.marker_claims(txns.ABORT_MARKER_LOST, model, part, sent, model.markers_written_by(part, done))
     return out
+
+
+def _between_the_earlier_send_and_this_ack(cause, times: Times) -> bool:
+    """times.sent: the earlier send's invocation; times.acked: this send's ack. The truncation removed the earlier
+    write, so it came after that write existed, and this write was appended above the cut, so before its ack."""
+    return times.sent is not None and times.acked is not None and times.sent <= cause.t_ns <= times.acked
+
+
+EARLIER_SEND_TRUNCATED = rule(
+    "nonmonotonic_send.earlier_send_truncated", ("nonmonotonic_send",),
+    "an unclean election or a power loss removed the producer's earlier acked write: the other replicas truncate "
+    "to the elected log (UnifiedLog.truncateTo, AbstractFetcherThread.truncateToEpochEndOffsets, KIP-101), and the "
+    "elected leader, whose producer state is rebuilt from its own log, accepts the producer's next batch (a new "
+    "epoch from sequence 0, or any sequence without state: ProducerAppendInfo.checkSequence) at its lower log end "
+    "offset; idempotence orders what the log keeps, not offsets the election gave away",
+    "the earlier send's send..ack span meets the loss window, whose cause came after that send was invoked and no "
+    "later than this send's ack", _between_the_earlier_send_and_this_ack)
+
+
+def truncated_earlier_sends(model, sends_file, rows: pd.DataFrame, idempotent: np.ndarray):
+    """(Claim|None, reason|None) per nonmonotonic_send row: whether the idempotent producer's earlier send it was
+    acked below was truncated away first (truncated_earlier_claims), that send read from sends_file."""
+    earlier = earlier_sends(sends_file, rows[idempotent]).reindex(rows.index)
+    claims = truncated_earlier_claims(model, rows, earlier)
+    reasons = np.array([None if c is None else earlier_send_reason(c, e) for c, e in
+                        zip(claims, earlier.itertuples())], dtype=object)
+    return claims, reasons
+
+
+def truncated_earlier_claims(model, rows: pd.DataFrame, earlier: pd.DataFrame) -> np.ndarray:
+    """Per nonmonotonic_send row, the claim (Claim|None) that the producer's earlier send to the partition, the
+    one it was acked below (`earlier`: client.earlier_sends' columns aligned with rows), was removed by a loss
+    event before this send was acked: LOSS_EVENT's window must hold the earlier send (excuses.loss_claim), then
+    EARLIER_SEND_TRUNCATED's timing must hold for the pair. The later send's own span proves nothing: it was
+    appended after the cut."""
+    out = np.full(len(rows), None, dtype=object)
+    has = (earlier["t_invoke_ns"].notna() & earlier["t_complete_ns"].notna() & rows["partition"].notna()
+           & rows["t_complete_ns"].notna()).to_numpy(dtype=bool)
+    for i in np.flatnonzero(has):                       # a run has a few such rows
+        sent, acked = int(earlier["t_invoke_ns"].iloc[i]), int(earlier["t_complete_ns"].iloc[i])
+        lost = loss_claim(model, int(rows["partition"].iloc[i]), sent, acked)
+        if lost is not None:
+            out[i] = claim(EARLIER_SEND_TRUNCATED, lost.cause,
+                           Times(sent=sent, acked=int(rows["t_complete_ns"].iloc[i])))
+    return out
+
+
+def earlier_send_reason(c: Claim, earlier) -> str:
+    """The claim's reason, naming the earlier send it rests on."""
+    return f"its earlier send (op {earlier.op_id}, acked at offset {earlier.offset}) lay in the loss window; " \
+           + c.reason()
 
 
 def _constant(rows: pd.DataFrame, classification: str, why: str):
