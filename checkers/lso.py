@@ -171,11 +171,12 @@ def timeout_ms(extra: dict) -> int:
 
 def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None, stuck: dict | None = None,
          rules: TransactionRules | None = None, txn_ids: dict[int, str] | None = None,
-         log_back: LogBack | None = None) -> pd.DataFrame:
+         log_back: LogBack | None = None, markers: dict[int, int | None] | None = None) -> pd.DataFrame:
     """Judged `lso_stuck` rows from lso.parquet's samples. stuck: meta.json's drain.stuck (partition -> where the
     drain rested and the open transactions the brokers named); rules: the run's transaction rules; txn_ids: producer
     id -> transactional.id, from the coordinators' logs (history.controller_log.transactional_ids); log_back: when
-    the transaction log's ISR was back (transaction_log_back; None: never below it)."""
+    the transaction log's ISR was back (transaction_log_back; None: never below it); markers: partition -> when its
+    ISR could take the markers again (markers_writable; None: no samples say)."""
     rows = []
     s = with_drain(samples, stuck).dropna(subset=["last_stable_offset", "high_watermark"]) \
         .sort_values(["partition", "t_ns"], kind="stable")
@@ -193,10 +194,11 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None,
     frame = pd.DataFrame({"stretch": stretch, "p": part, "lso": lso, "hw": hw, "t": t})[behind]
     for _, g in frame.groupby("stretch"):
         a, b = int(g["t"].iloc[0]), int(g["t"].iloc[-1])
-        after = b - max(a, start)
-        if after <= bound * 1e6:
-            continue
         p, at = int(g["p"].iloc[0]), int(g["lso"].iloc[0])
+        p_start, p_since = partition_start(p, start, since, markers)
+        after = b - max(a, p_start if p_start is not None else b)
+        if p_start is None or after <= bound * 1e6:
+            continue
         loss = loss_claim(model, p, first_written(part, t, hw, p, at, a), b)
         why = who_holds(p, at, stuck, rules, txn_ids)
         why += f"; the model predicts {loss.cause.what} ({loss.cause.id}) over the span of its records (the shape " \
@@ -205,7 +207,7 @@ def find(samples: pd.DataFrame, healed_ns: int | None, timeout: int, model=None,
                      "classification": "violation", **(loss.columns() if loss else NO_CLAIM),
                      "reason": f"partition {p}'s last stable offset stayed at {at}, below the high watermark (up to "
                                f"{int(g['hw'].max())}), for {(b - a) / 1e9:.1f} s, {after / 1e9:.1f} s of it after "
-                               f"{since}: longer than transaction.timeout.ms ({timeout} ms) plus the "
+                               f"{p_since}: longer than transaction.timeout.ms ({timeout} ms) plus the "
                                f"coordinator's abort interval and marker write ({bound} ms in all), by which an open "
                                f"transaction its coordinator knows is aborted{why}"
                                + (f"; {rules.hanging()}" if rules else "")})
@@ -222,6 +224,34 @@ def bound_start(healed_ns: int | None, log_back: LogBack | None) -> tuple[int | 
     if log_back.t_ns <= healed_ns:
         return healed_ns, "every fault had healed"
     return log_back.t_ns, f"every fault had healed and {log_back.what}"
+
+
+def partition_start(p: int, start: int, since: str, markers: dict[int, int | None] | None
+                    ) -> tuple[int | None, str]:
+    """The bound's start for partition p: `start`, or later when its own ISR could take the markers only then
+    (None: never, as far as the samples show)."""
+    if markers is None or p not in markers:
+        return start, since
+    m = markers[p]
+    if m is None:
+        return None, since
+    if m <= start:
+        return start, since
+    return m, f"{since} and its ISR had min.insync.replicas members again (t={m}), as the markers' write needs"
+
+
+def markers_writable(run_dir: Path | str, min_isr: int, healed_ns: int | None) -> dict[int, int | None] | None:
+    """Partition -> the first cluster.parquet sample at or after the last heal whose ISR had the topic's
+    min.insync.replicas members (None: none did); None without samples. The coordinator's markers are appended with
+    requiredAcks = -1 (KafkaApis.handleWriteTxnMarkersRequest), refused below min.insync.replicas
+    (Partition.appendRecordsToLeader) and resent (TransactionMarkerRequestCompletionHandler: NOT_ENOUGH_REPLICAS)."""
+    samples = read_isr_samples(Path(run_dir))
+    if samples is None or not len(samples) or healed_ns is None:
+        return None
+    later = samples[samples["t_ns"] >= healed_ns]
+    ok = later["isr"].map(lambda isr: isr is not None and len(isr) >= min_isr)
+    first = later[ok].groupby("partition")["t_ns"].min()
+    return {int(p): (int(first[p]) if p in first.index else None) for p in samples["partition"].unique()}
 
 
 def first_written(part: np.ndarray, t: np.ndarray, hw: np.ndarray, p: int, at: int, a: int) -> int:

@@ -34,7 +34,8 @@ def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mode
         rules = transaction_rules(meta.kafka_version, meta.metadata_mode, transaction_version(run_dir))
         extra.append(lso.find(samples, lso.heals(run_dir), lso.timeout_ms(meta.extra), model,
                               (meta.drain or {}).get("stuck"), rules, transactional_ids(run_dir),
-                              lso.transaction_log_back(run_dir, meta, model)))
+                              lso.transaction_log_back(run_dir, meta, model),
+                              lso.markers_writable(run_dir, meta.min_insync_replicas, lso.heals(run_dir))))
     parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
     if not parts:
         return judged

@@ -322,3 +322,39 @@ def test_check_counts_the_bound_from_the_transaction_logs_isr_back(tmp_path):
         (run / "meta.json").write_text(json.dumps(meta))
         _, v = check(run)
         assert v["anomalies"].get("lso_stuck", 0) == count, name
+
+
+# -- ... and from when the stuck partition's own ISR can take the markers ------------------------------------------
+# The markers are appended with requiredAcks = -1 (KafkaApis.handleWriteTxnMarkersRequest), refused below the
+# topic's min.insync.replicas and resent (TransactionMarkerRequestCompletionHandler).
+
+def judged_with_markers(markers_at_s):
+    samples = resting(65.0, lso_at=10, hw=40, start_s=15.0)
+    at = None if markers_at_s is None else int(T + markers_at_s * S)
+    return lso.find(samples, int(T + HEAL_S * S), TIMEOUT_MS, markers={0: at})
+
+
+def test_a_stuck_lso_on_a_partition_whose_isr_was_back_long_before_is_a_violation():
+    out = judged_with_markers(21.0)
+    assert out["classification"].tolist() == ["violation"] and "59.0 s of it after every fault" in out["reason"].iat[0]
+
+
+def test_a_stuck_lso_on_a_partition_below_its_min_isr_until_late_is_allowed():
+    assert judged_with_markers(60.0).empty and judged_with_markers(None).empty
+
+
+@pytest.mark.parametrize("markers_at_s, stuck", [(45.0, False), (44.5, True)])
+def test_the_boundary_is_the_bound_counted_from_the_partitions_isr_back(markers_at_s, stuck):
+    out = judged_with_markers(markers_at_s)
+    assert (not out.empty) is stuck
+    assert not stuck or "its ISR had min.insync.replicas members again" in out["reason"].iat[0]
+
+
+def test_the_markers_are_writable_from_the_first_sample_after_the_heal_with_min_isr_members(tmp_path):
+    isr = [sample(t, 1, [1], hw=10) for t in range(10_000, 50_000, 500)]
+    isr += [sample(t, 1, [1, 2], hw=10) for t in range(50_000, 90_000, 500)]
+    isr += [sample(t, 1, [1], hw=10, partition=1) for t in range(10_000, 90_000, 500)]
+    run = write_run(tmp_path / "mk", [send("a", offset=0, t=1000)], [], [], cluster=isr)
+    assert lso.markers_writable(run, 2, int(T + 20 * S)) == {0: int(T + 50 * S), 1: None}
+    assert lso.markers_writable(run, 1, int(T + 20 * S)) == {0: int(T + 20 * S), 1: int(T + 20 * S)}
+    assert lso.markers_writable(tmp_path / "none", 2, int(T + 20 * S)) is None
