@@ -151,7 +151,8 @@ class Judge:
         reason = _str(model_reason)
         marker = self.marker_lost(rows)
         guaranteed = (durability == "guaranteed") & (marker == None)    # noqa: E711 (elementwise)
-        at_risk = window_claims(excuses.MODEL_RISK, rows[RISK_WINDOW].to_numpy(dtype=object), rows["t_invoke_ns"])
+        windows = rows[RISK_WINDOW].to_numpy(dtype=object) if RISK_WINDOW in rows else _no_claims(rows)
+        at_risk = window_claims(excuses.MODEL_RISK, windows, rows["t_invoke_ns"])
         return _pick(read, committed[0], _pick(guaranteed, "violation", "allowed")), _pick(
             read, committed[1], _pick(guaranteed, "; the model classed it guaranteed: " + reason +
                                       self.unpredicted(rows), _pick(marker == None, "; at risk: " + reason,  # noqa
@@ -185,7 +186,10 @@ class Judge:
             voided_by = "; "
         else:
             t = inv.where(inv.notna() & (inv != 0), read.where(read.notna() & (read != 0), 0))
-            voided = self.model.idempotence_voided_many(rows["partition"], t, rows["t_complete_ns"])
+            windows = self.model.idempotence_voided_many(rows["partition"], t, rows["t_complete_ns"], windows=True)
+            claims = window_claims(excuses.LOSS_EVENT, windows, t)
+            voided = np.array([None if c is None else f"the predicted {w.reason}" for c, w in zip(claims, windows)],
+                              dtype=object)
         done = rows["t_complete_ns"].astype("Int64")
         bumped = epoch_bumps_between(self.client_voids, rows["producer"].astype(object).to_numpy(),
                                      inv.fillna(0).to_numpy(dtype=np.int64), done.fillna(0).to_numpy(dtype=np.int64),
@@ -202,9 +206,8 @@ class Judge:
         """A violation, whatever the model predicts; except a transactional producer's aborted write read where its
         ABORT marker was lost (abort_marker_claims), the mirror of a lost COMMIT marker (marker_lost)."""
         cls, why = _constant(rows, "violation", "; " + KINDS[rows["kind"].iloc[0]].because)
-        if rows["kind"].iloc[0] != "failed_read":
-            return cls, why
-        claims = abort_marker_claims(self.model, self.meta, rows)
+        claims = abort_marker_claims(self.model, self.meta, rows) if rows["kind"].iloc[0] == "failed_read" else \
+            np.full(len(rows), None, dtype=object)
         for i in np.flatnonzero(claims != None):    # noqa: E711 (elementwise)
             cls[i], why[i] = "allowed", "; its transaction's ABORT marker may be missing on the elected replica, " \
                 "which then holds the aborted record in an open transaction: " + claims[i].reason()
@@ -326,10 +329,12 @@ def truncated_earlier_claims(model, rows: pd.DataFrame, earlier: pd.DataFrame) -
            & rows["t_complete_ns"].notna()).to_numpy(dtype=bool)
     for i in np.flatnonzero(has):                       # a run has a few such rows
         sent, acked = int(earlier["t_invoke_ns"].iloc[i]), int(earlier["t_complete_ns"].iloc[i])
-        lost = loss_claim(model, int(rows["partition"].iloc[i]), sent, acked)
-        if lost is not None:
-            out[i] = claim(EARLIER_SEND_TRUNCATED, lost.cause,
-                           Times(sent=sent, acked=int(rows["t_complete_ns"].iloc[i])))
+        pair = Times(sent=sent, acked=int(rows["t_complete_ns"].iloc[i]))
+        for timing in (model, *model.alternatives):     # either timing Kafka allows may have made the election
+            lost = loss_claim(timing, int(rows["partition"].iloc[i]), sent, acked)
+            out[i] = claim(EARLIER_SEND_TRUNCATED, lost.cause, pair) if lost is not None else None
+            if out[i] is not None:
+                break
     return out
 
 

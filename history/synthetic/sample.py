@@ -71,7 +71,7 @@ def write_sample_run(results_dir: Path | str, sample: SampleRun = SampleRun()) -
     if sample.with_meta:
         (path / "meta.json").write_text(json.dumps(_meta(path.name, sample), indent=2))
     if sample.checked:
-        anomalies = _anomalies(sends, reads, lost_idx, violation_idx, dup_idx)
+        anomalies = _anomalies(sends, reads, lost_idx, violation_idx, dup_idx, sample.isolate_at_s)
         pq.write_table(pa.Table.from_pydict(anomalies, schema=ANOMALIES_SCHEMA), path / "anomalies.parquet")
         (path / "verdict.json").write_text(json.dumps(_verdict(path.name, sample, sends, reads, anomalies), indent=2))
     return path
@@ -200,21 +200,24 @@ def _meta(run_id: str, sample: SampleRun) -> dict:
     }
 
 
-def _anomalies(sends: dict, reads: dict, lost: np.ndarray, violations: np.ndarray, dups: np.ndarray) -> dict:
+def _anomalies(sends: dict, reads: dict, lost: np.ndarray, violations: np.ndarray, dups: np.ndarray,
+               isolate_at_s: float = 20.0) -> dict:
     rows = []
     t_complete = sends["t_complete_ns"].to_numpy(zero_copy_only=False)
     offset = sends["offset"].to_numpy(zero_copy_only=False)
 
-    def send_row(kind, i, classification, durability, reason, t_read=None):
+    def send_row(kind, i, classification, durability, reason, t_read=None, **excuse):
         rows.append({"kind": kind, "partition": int(sends["partition"][i]), "offset": int(offset[i]),
                      "value": str(sends["value"][i]), "producer": str(sends["producer"][i]), "op_id": int(i),
                      "t_invoke_ns": int(sends["t_invoke_ns"][i]), "t_complete_ns": int(t_complete[i]),
                      "t_read_ns": t_read, "classification": classification, "durability": durability,
-                     "reason": reason})
+                     "reason": reason, **excuse})
 
+    isolation = {"excuse": "model_risk", "cause_id": "f0", "cause_t_ns": T0_NS + int(isolate_at_s * 1e9)}
     for i in lost:
         send_row("lost", i, "allowed", "at_risk",
-                 "acks=1: acked by leader 1 alone while it was isolated; its log was truncated when it rejoined")
+                 "acks=1: acked by leader 1 alone while it was isolated; its log was truncated when it rejoined",
+                 **isolation)
     for i in violations:
         send_row("lost", i, "violation", "guaranteed",
                  "acks=all with ISR {1,2,3} >= min.insync.replicas=2 at ack time: no clean election can lose it")
@@ -222,7 +225,7 @@ def _anomalies(sends: dict, reads: dict, lost: np.ndarray, violations: np.ndarra
     for i in dups:
         send_row("duplicate", i, "allowed", None, "non-idempotent producer: a retried batch was appended twice",
                  t_read=int(first_read[str(sends["value"][i])]))
-    return {name: [r[name] for r in rows] for name in ANOMALIES_SCHEMA.names}
+    return {name: [r.get(name) for r in rows] for name in ANOMALIES_SCHEMA.names}
 
 
 def _verdict(run_id: str, sample: SampleRun, sends: dict, reads: dict, anomalies: dict) -> dict:
