@@ -20,9 +20,14 @@ int-nonmonotonic-poll, int-nonmonotonic-send: the input has no gaps, being writt
 `precommitted_read` a read of a transaction's output, or a start at the offset it committed by another processor,
 before that transaction called commit.
 
-Each is excused only where the ISR model predicts an unclean election or a power loss on a partition involved (the
-input topic has the output topic's replicas and settings and the same faults, so the model's partition p stands
-for both).
+Each is excused only by a loss event the ISR model predicts (an unclean election or a power loss) whose loss window
+on a partition involved holds what the transactions involved appended: their records, offsets and markers, from
+their begin to the markers' deadline after their end (excuses.LOSS_EVENT, ModelResult.markers_written_by). A lost
+output's transaction's COMMIT marker and an aborted output's ABORT marker have rules of their own (checkers/txns.py:
+COMMIT_MARKER_LOST for `eos_lost`, ABORT_MARKER_LOST for `g1a`), and a second committed copy needs the loss between
+the first copy's begin and the second's end (REPROCESSED_AFTER_LOSS). A loss at another time removed other records.
+(The input topic has the output topic's replicas and settings and the same faults, so the model's partition p
+stands for both.)
 """
 from __future__ import annotations
 
@@ -33,17 +38,35 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_chaos.checkers import excuses
 from kafka_chaos.checkers.eos_graph import WR, WW, describe, find_cycles
-from kafka_chaos.checkers.groups import destructive_cause
+from kafka_chaos.checkers.excuses import NO_CLAIM, Cause, Times
 from kafka_chaos.checkers.instances import rows_frame
+from kafka_chaos.checkers.txns import ABORT_MARKER_LOST, CLAIM_COLUMNS, COMMIT_MARKER_LOST, marker_claims, window_cause
 from kafka_chaos.history import kinds
 from kafka_chaos.history.eos import EOS_FILE
 
 EOS_KINDS = kinds.judged_by(kinds.EOS)       # declared in history/kinds.py
 OUT_RE = r"^(?P<in_p>\d+)-(?P<in_o>\d+)-[0-9a-f]{8}@(?P<processor>.+)\.(?P<txn>\d+)$"
 COLUMNS = ["kind", "partition", "offset", "value", "producer", "consumer", "t_complete_ns", "t_read_ns",
-           "classification", "reason"]
+           "classification", "reason", *CLAIM_COLUMNS]
 LIVE_KEY = 1 << 40          # (partition, offset) as one int64: partition * LIVE_KEY + offset
+
+
+def _between_the_copies(cause: Cause, times: Times) -> bool:
+    """The loss came after the first copy's transaction began and before the second copy's ended."""
+    return (times.committed is None or cause.t_ns >= times.committed) and \
+        (times.answered is None or cause.t_ns <= times.answered)
+
+
+REPROCESSED_AFTER_LOSS = excuses.rule(
+    "eos.reprocessed_after_loss", ("eos_duplicate",),
+    "a loss event (an unclean election, PartitionChangeBuilder.electLeader outside the ISR/ELR, or a power loss that "
+    "cut the elected log; UnifiedLog.truncateTo) removed the input the first copy read, or its transaction's outputs, "
+    "offsets or markers: the group fetches from an offset the log no longer holds or has again "
+    "(auto.offset.reset on OFFSET_OUT_OF_RANGE) and a later transaction processes the input again",
+    "the loss window holds something appended before the first copy's markers' deadline, and the event came "
+    "after the first copy's transaction began and before the second copy's ended", _between_the_copies)
 
 
 def member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
@@ -106,11 +129,54 @@ class EosCheck:
     def _name(self, i: int) -> str:
         return f"{self.txns.at[i, 'processor']}.{self.txns.at[i, 'txn']}" if i >= 0 else "an unjournaled transaction"
 
-    def _add(self, kind: str, partitions, what: str, **cols) -> None:
-        cause = next((c for p in sorted(set(int(p) for p in partitions)) if (c := destructive_cause(self.model, p))),
-                     None)
-        cls, why = ("allowed", f"; allowed: {cause}") if cause else ("violation", "")
-        self.rows.append({"kind": kind, "classification": cls, "reason": what + why} | cols)
+    def _add(self, kind: str, what: str, claim: excuses.Claim | None, **cols) -> None:
+        cls, why = ("allowed", f"; {claim.reason()}") if claim else ("violation", "")
+        self.rows.append({"kind": kind, "classification": cls, "reason": what + why} | cols |
+                         (claim.columns() if claim else NO_CLAIM))
+
+    def _at(self, col: str, ids) -> np.ndarray:
+        known = [int(i) for i in ids if int(i) >= 0]
+        return self.txns[col].to_numpy()[known].astype(np.int64)
+
+    def _deadline(self, p: int, t_end: int) -> int:
+        """When the markers the coordinator sent by t_end are on partition p (ModelResult.markers_written_by)."""
+        return int(self.model.markers_written_by(np.array([p]), np.array([t_end], dtype=np.int64))[0])
+
+    def _loss(self, partitions, ids) -> excuses.Claim | None:
+        """LOSS_EVENT on an involved partition for what the transactions `ids` appended (-1: unjournaled, no span):
+        from their earliest begin to the markers' deadline after their latest end."""
+        begins, ends = self._at("t_begin_ns", ids), self._at("t_end_ns", ids)
+        if self.model is None or not len(begins):
+            return None
+        for p in sorted({int(p) for p in partitions}):
+            if c := excuses.loss_claim(self.model, p, int(begins.min()), self._deadline(p, int(ends.max()))):
+                return c
+        return None
+
+    def _marker(self, rule: excuses.Rule, partitions, i: int) -> excuses.Claim | None:
+        """`rule` (a lost COMMIT or ABORT marker) for transaction i's marker on an involved partition: appended
+        between its commit (or abort) call and the markers' deadline after its end."""
+        if self.model is None or i < 0:
+            return None
+        called = self.txns.at[i, "t_commit_ns"]
+        lo = int(self.txns.at[i, "t_begin_ns"] if pd.isna(called) else called)
+        parts = np.array(sorted({int(p) for p in partitions}), dtype=np.int64)
+        hi = self.model.markers_written_by(parts, np.full(len(parts), int(self.txns.at[i, "t_end_ns"])))
+        return next((c for c in marker_claims(rule, self.model, parts, np.full(len(parts), lo), hi) if c), None)
+
+    def _reprocessed(self, p: int, ids) -> excuses.Claim | None:
+        """REPROCESSED_AFTER_LOSS for input p's copies by transactions `ids` (by end): a loss window of p holding
+        anything appended before the first copy's markers' deadline, its event between the copies."""
+        ends = np.sort(self._at("t_end_ns", ids))
+        if self.model is None or len(ends) < 2:
+            return None
+        first = min(ids, key=lambda i: self.txns.at[i, "t_end_ns"] if i >= 0 else 2 ** 62)
+        times = Times(committed=int(self.txns.at[first, "t_begin_ns"]), answered=int(ends[-1]))
+        hi = self._deadline(p, int(ends[0]))
+        for w in self.model._loss_windows(p):        # the model's own list: every window, not the first one met
+            if w.start_ns <= hi and (c := excuses.claim(REPROCESSED_AFTER_LOSS, window_cause(w), times)):
+                return c
+        return None
 
     def ends(self) -> dict[int, int]:
         """Each input partition's final committed offset: the brokers' answer, else the journaled commits'."""
@@ -126,10 +192,14 @@ class EosCheck:
         kept = self.kept.drop_duplicates(["value"])                # one value at two positions is a `duplicate`
         copies = kept.groupby(["in_p", "in_o"]).agg(n=("id", "size"), first=("value", "first"),
                                                     last=("value", "last"), t=("t_ns", "min"))
-        for (p, o), r in copies[copies["n"] > 1].iterrows():
-            self._add("eos_duplicate", [p], f"input {p}:{o} has {r.n} committed outputs in the final drain "
+        twice = copies[copies["n"] > 1]
+        writers = kept.set_index(["in_p", "in_o"]).loc[twice.index, "id"].groupby(level=[0, 1]).agg(list) \
+            if len(twice) else {}
+        for (p, o), r in twice.iterrows():
+            self._add("eos_duplicate", f"input {p}:{o} has {r.n} committed outputs in the final drain "
                       f"({r['first']} ... {r['last']}); the offsets commit atomically with the output (KIP-98)",
-                      partition=p, offset=o, value=r["first"], t_read_ns=int(r.t))
+                      self._reprocessed(int(p), writers[(p, o)]), partition=p, offset=o, value=r["first"],
+                      t_read_ns=int(r.t))
         have = np.unique(copies.index.get_level_values(0).to_numpy(np.int64) * LIVE_KEY +
                          copies.index.get_level_values(1).to_numpy(np.int64))
         for p, end in sorted(self.ends().items()):
@@ -137,10 +207,30 @@ class EosCheck:
                 continue
             want = np.arange(end, dtype=np.int64) + p * LIVE_KEY
             lost = want[~member(want, have)] - p * LIVE_KEY
-            for o in lost.tolist():
-                self._add("eos_lost", [p], f"input {p}:{o} lies below the group's committed offset {end} of its "
-                          "partition, yet no committed output of it is in the final drain", partition=p, offset=o)
+            for o, i in zip(lost.tolist(), self._committers(p, lost).tolist()):
+                self._add("eos_lost", f"input {p}:{o} lies below the group's committed offset {end} of its "
+                          "partition, yet no committed output of it is in the final drain", self._lost_output(p, i),
+                          partition=p, offset=o)
             self._behind(copies, p, end)
+
+    def _committers(self, p: int, offsets: np.ndarray) -> np.ndarray:
+        """Per input offset of partition p, the committed transaction that first committed p past it (-1: none
+        journaled)."""
+        c = self.pairs(self.committed, "commit_partitions", "commit_offsets", ("t_end_ns",))
+        c = c[c["commit_partitions"] == p].sort_values(["commit_offsets", "t_end_ns"], kind="stable")
+        at = np.searchsorted(c["commit_offsets"].to_numpy(np.int64), offsets, side="right")
+        ids = np.append(c["id"].to_numpy(np.int64), -1)
+        return ids[at]
+
+    def _lost_output(self, p: int, i: int) -> excuses.Claim | None:
+        """An output of transaction i lost with its records (written from its begin to its commit call) or with its
+        COMMIT marker."""
+        if self.model is None or i < 0:
+            return None
+        called = self.txns.at[i, "t_commit_ns"]
+        end = int(self.txns.at[i, "t_end_ns"] if pd.isna(called) else called)
+        return excuses.loss_claim(self.model, p, int(self.txns.at[i, "t_begin_ns"]), end) or \
+            self._marker(COMMIT_MARKER_LOST, [p], i)
 
     def _behind(self, copies: pd.DataFrame, p: int, end: int) -> None:
         if not self.meta.get("committed") or p not in copies.index.get_level_values(0):
@@ -148,9 +238,10 @@ class EosCheck:
         above = copies.loc[p].index
         above = above[above >= end]
         if len(above):
-            self._add("eos_offset_behind", [p], f"{len(above)} committed output(s) of input partition {p} lie at or "
+            ids = self.kept[(self.kept["in_p"] == p) & (self.kept["in_o"] >= end)]["id"].unique()
+            self._add("eos_offset_behind", f"{len(above)} committed output(s) of input partition {p} lie at or "
                       f"above the group's final committed offset {end} (first {p}:{int(above[0])}); outputs and "
-                      "offsets commit together", partition=p, offset=end)
+                      "offsets commit together", self._loss([p], ids), partition=p, offset=end)
 
     def order(self) -> None:
         """The final drain's outputs of one input partition follow their inputs' order (each input's first copy)."""
@@ -160,9 +251,9 @@ class EosCheck:
             bad = np.flatnonzero(np.diff(ins) <= 0)
             if len(bad):
                 a, b = g.iloc[int(bad[0])], g.iloc[int(bad[0]) + 1]
-                self._add("eos_out_of_order", [p], f"output partition {p}: the output of input {b.in_p}:{b.in_o} "
+                self._add("eos_out_of_order", f"output partition {p}: the output of input {b.in_p}:{b.in_o} "
                           f"at offset {b.offset} follows that of {a.in_p}:{a.in_o} at {a.offset} "
-                          f"({len(bad)} such step(s))",
+                          f"({len(bad)} such step(s))", self._loss([p], [a.id, b.id]),
                           partition=p, offset=int(b.offset), value=b.value)
 
     def offsets_ahead(self) -> None:
@@ -172,9 +263,10 @@ class EosCheck:
         key = cp["commit_partitions"].astype("int64") * LIVE_KEY + cp["commit_offsets"].astype("int64") - 1
         have = np.unique((self.kept["in_p"] * LIVE_KEY + self.kept["in_o"]).to_numpy(np.int64))
         for r in cp[~member(key.to_numpy(np.int64), have)].itertuples():
-            self._add("eos_offset_ahead", [r.commit_partitions], f"transaction {self._name(r.id)} committed offset "
+            self._add("eos_offset_ahead", f"transaction {self._name(r.id)} committed offset "
                       f"{r.commit_offsets} of input partition {r.commit_partitions}, and the final drain holds no "
                       f"committed output of input {r.commit_partitions}:{r.commit_offsets - 1}",
+                      self._loss([r.commit_partitions], [r.id]),
                       partition=int(r.commit_partitions), offset=int(r.commit_offsets),
                       producer=self.txns.at[r.id, "processor"])
 
@@ -201,9 +293,11 @@ class EosCheck:
                                np.full(len(found), WR)]))
         early = found[found["other"] & (found["t_commit_ns"] > found["t_begin_ns"])]
         for r in early.itertuples():
-            self._add("precommitted_read", [r.read_partitions], f"transaction {self._name(r.id)} began at offset "
+            self._add("precommitted_read", f"transaction {self._name(r.id)} began at offset "
                       f"{r.read_offsets} of input partition {r.read_partitions} before {self._name(int(r.writer))}, "
-                      "which committed that offset, called commit", partition=r.read_partitions,
+                      "which committed that offset, called commit", self._loss([r.read_partitions],
+                                                                              [r.id, int(r.writer)]),
+                      partition=r.read_partitions,
                       offset=r.read_offsets, producer=r.processor)
         self._aborted_starts(j[j["writer"].isna()])
         return edges
@@ -211,16 +305,20 @@ class EosCheck:
     def _aborted_starts(self, orphans: pd.DataFrame) -> None:
         t = self.txns
         ab = self.pairs((t["outcome"] == "aborted").to_numpy(), "commit_partitions", "commit_offsets")
-        keys = set(zip(ab["commit_partitions"].astype(int), ab["commit_offsets"].astype(int)))
+        aborter = dict(zip(zip(ab["commit_partitions"].astype(int), ab["commit_offsets"].astype(int)),
+                           ab["id"].astype(int)))
+        keys = set(aborter)
         # a transaction its processor never journaled (killed within a journal flush of its end) whose outputs the
         # final drain holds committed the offset after its last input of each partition
         lost_lines = self.kept[self.kept["id"] < 0].groupby(["processor", "txn", "in_p"])["in_o"].max()
         keys -= {(int(p), int(o) + 1) for (_, _, p), o in lost_lines.items()}
         for r in orphans.itertuples():
             if (r.read_partitions, r.read_offsets) in keys and self.committed.iat[r.id]:
-                self._add("g1a", [r.read_partitions], f"committed transaction {self._name(r.id)} started input "
+                self._add("g1a", f"committed transaction {self._name(r.id)} started input "
                           f"partition {r.read_partitions} at offset {r.read_offsets}, which only an aborted "
-                          "transaction committed", partition=r.read_partitions, offset=r.read_offsets,
+                          "transaction committed", self._marker(ABORT_MARKER_LOST, [r.read_partitions],
+                                                                aborter[(r.read_partitions, r.read_offsets)]),
+                          partition=r.read_partitions, offset=r.read_offsets,
                           producer=r.processor)
 
     def _output_edges(self) -> np.ndarray:
@@ -236,25 +334,29 @@ class EosCheck:
         for c in find_cycles(len(self.txns), edges[0], edges[1], edges[2]):
             parts = set(np.concatenate([self.txns.at[i, "read_partitions"] for i in c["nodes"]]).tolist())
             shown = ", ".join(self._name(i) for i in c["nodes"][:20]) + (" ..." if len(c["nodes"]) > 20 else "")
-            self._add(c["kind"], parts, f"{c['kind'].upper()}: {len(c['nodes'])} transactions ({shown}) in a cycle "
+            self._add(c["kind"], f"{c['kind'].upper()}: {len(c['nodes'])} transactions ({shown}) in a cycle "
                       f"of {'write' if c['kind'] == 'g0' else 'write and read'} dependencies, e.g. "
-                      f"{describe(c['cycle'], self._name)}", producer=self.txns.at[c["nodes"][0], "processor"])
+                      f"{describe(c['cycle'], self._name)}", self._loss(parts, c["nodes"]),
+                      producer=self.txns.at[c["nodes"][0], "processor"])
 
     # ---- G1a, internal, precommitted reads of outputs ----------------------------------------------------------
     def aborted_reads(self) -> None:
         bad = pd.concat([self.final, self.live])
         bad = bad[bad["outcome"] == "aborted"]
         for (consumer, i), g in bad.groupby(["consumer", "id"]):
-            self._add("g1a", g["partition"].unique(), f"{consumer} read {len(g)} output(s) of aborted transaction "
-                      f"{self._name(i)} (first {g['value'].iloc[0]})", partition=int(g["partition"].iloc[0]),
+            self._add("g1a", f"{consumer} read {len(g)} output(s) of aborted transaction "
+                      f"{self._name(i)} (first {g['value'].iloc[0]})",
+                      self._marker(ABORT_MARKER_LOST, g["partition"].unique(), int(i)),
+                      partition=int(g["partition"].iloc[0]),
                       offset=int(g["offset"].iloc[0]), value=g["value"].iloc[0], consumer=consumer,
                       t_read_ns=int(g["t_ns"].min()))
 
     def precommitted_outputs(self) -> None:
         early = self.live[(self.live["id"] >= 0) & (self.live["t_ns"] < self.live["t_commit_ns"])]
         for (consumer, i), g in early.groupby(["consumer", "id"]):
-            self._add("precommitted_read", g["partition"].unique(), f"{consumer} read {len(g)} output(s) of "
-                      f"{self._name(i)} before it called commit", partition=int(g["partition"].iloc[0]),
+            self._add("precommitted_read", f"{consumer} read {len(g)} output(s) of "
+                      f"{self._name(i)} before it called commit", self._loss(g["partition"].unique(), [i]),
+                      partition=int(g["partition"].iloc[0]),
                       offset=int(g["offset"].iloc[0]), value=g["value"].iloc[0], consumer=consumer,
                       t_read_ns=int(g["t_ns"].min()))
 
@@ -271,8 +373,8 @@ class EosCheck:
                 at, step = int(g[cols[1]].iloc[0]), int(g["step"].iloc[0])
                 how = "int-poll-skip" if what == "read" and step > 1 else \
                     "int-nonmonotonic-poll" if what == "read" else "int-nonmonotonic-send"
-                self._add("internal", [p], f"{how}: transaction {self._name(i)} {what} partition {p} at offset "
-                          f"{at} right after {at - step}", partition=p, offset=at,
+                self._add("internal", f"{how}: transaction {self._name(i)} {what} partition {p} at offset "
+                          f"{at} right after {at - step}", self._loss([p], [i]), partition=p, offset=at,
                           producer=self.txns.at[i, "processor"])
 
     def run(self) -> pd.DataFrame:

@@ -2,8 +2,6 @@
 has no anomaly, and each injected anomaly is found exactly (the kinds it implies by construction named)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -145,14 +143,25 @@ def test_two_transactions_ordered_both_ways_in_two_output_logs_are_g0(clean):
     assert "e0.5" in out["reason"].iloc[0] and "e1.5" in out["reason"].iloc[0]
 
 
-def test_a_predicted_unclean_election_on_the_partition_excuses_it(clean):
+def test_a_predicted_unclean_election_holding_the_lost_output_excuses_it(clean):
+    """More cases, and the counter-cases, in test_eos_excuses.py."""
     txns, reads, meta = clean
     gone = reads["value"].str.startswith("0-4-")
-    model = SimpleNamespace(risk=[SimpleNamespace(partition=0, reason="unclean election of broker 2")])
-    out = eos.find(txns, reads[~gone], meta, model)
-    assert out["classification"].tolist() == ["allowed"] and "unclean" in out["reason"].iloc[0]
-    other = SimpleNamespace(risk=[SimpleNamespace(partition=1, reason="unclean election of broker 2")])
-    assert eos.find(txns, reads[~gone], meta, other)["classification"].tolist() == ["violation"]
+    begin = int(txns.at[txn_index(txns, "e0", 2), "t_begin_ns"])        # the transaction that wrote it
+    out = eos.find(txns, reads[~gone], meta, unclean(0, begin, begin + 1000))
+    assert out["classification"].tolist() == ["allowed"] and "election p0 e4" in out["reason"].iloc[0]
+    assert eos.find(txns, reads[~gone], meta, unclean(1, begin, begin + 1000))["classification"].tolist() == \
+        ["violation"]
+
+
+def unclean(partition: int, start: int, end: int):
+    from kafka_chaos.checkers.model import ModelConfig, ModelResult, Window
+    from kafka_chaos.checkers.model.windows import Cause
+    cfg = ModelConfig(kafka_version="3.9.2", partitions=6, replication_factor=3, min_insync_replicas=1,
+                      acks=("all",))
+    w = Window(partition, start, end, ("1", "all"), "unclean election of broker 2",
+               Cause(f"election p{partition} e4", end + 1, "unclean election"))
+    return ModelResult(cfg, risk=[w], unavailable=[], truncations=[], events=[])
 
 
 def test_cycles_on_integer_ids_g0_g1c_and_a_dag():
