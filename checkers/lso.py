@@ -7,11 +7,11 @@ open at most transaction.timeout.ms: then its coordinator aborts it and writes t
 partition whose LSO stays at one value below its high watermark for longer than transaction.timeout.ms has a
 transaction nothing will end: its readers are stuck (KAFKA-20716: an unclean election that dropped the marker).
 
-One instance per stuck stretch: consecutive samples of the partition with the same LSO, below the HW at each,
-whose part after the last heal (the run's faults; a fault never healed leaves nothing to judge) and after the
-transaction log's ISR is back (`transaction_log_back`) lasts longer than the coordinator's bound on an open
-transaction: transaction.timeout.ms plus its abort interval (it looks for timed
-out transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s) plus the markers' write
+One instance per stuck stretch: consecutive samples of the partition with the same LSO, below the HW at each, whose
+part after the last heal (the run's faults; a fault never healed leaves nothing to judge) and after the transaction
+log's ISR is back (`transaction_log_back`) lasts longer than the coordinator's bound on an open transaction:
+transaction.timeout.ms plus its abort interval (it looks for timed out transactions every
+transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s) plus the markers' write
 (history.eos.abort_bound_ms; rule `timed_out_transactions_aborted`). The stretch's start is no earlier than the
 transaction's, so a stretch longer than the bound is one the coordinator did not end. (Measured against the timeout
 alone, a processor stopped mid-transaction at the run's end, whose abort came 34 s after it began with a 20 s
@@ -21,7 +21,10 @@ The abort is a write to `__transaction_state` with requiredAcks = -1 (Transactio
 TransactionLog.EnforcedRequiredAcks; 3.9 and 4.x alike): below transaction.state.log.min.isr it fails with
 NOT_ENOUGH_REPLICAS, the coordinator answers COORDINATOR_NOT_AVAILABLE, clears the pending transition and the next
 abort pass tries again (TransactionCoordinator.abortTimedOutTransactions / onEndTransactionComplete). So with two of
-three brokers killed and restarted the bound starts once the log's ISR is back, not at the heal request.
+three brokers killed and restarted the bound starts once the log's ISR is back, not at the heal request. The
+markers too are appended with requiredAcks = -1 (KafkaApis.handleWriteTxnMarkersRequest) and resent while the
+partition is below its min.insync.replicas (TransactionMarkerRequestCompletionHandler), so the bound starts no
+earlier than the partition's own ISR back (`markers_writable`).
 
 Always a violation; the reason names the open transaction's producer when the brokers named it to the final drain
 (DescribeProducers, meta.json `drain.stuck`; 3.0+: `describe_producers`), how this release lets a transaction hang
