@@ -184,18 +184,25 @@ class ModelResult:
     def idempotence_voided(self, partition, t_ns, t_complete_ns=None) -> str | None:
         return self.idempotence_voided_many([partition], [t_ns], [t_complete_ns])[0]
 
-    def idempotence_voided_many(self, partition, t_ns, t_complete_ns) -> np.ndarray:
-        """A duplicate (or reordering) of an idempotent producer's write invoked at t_ns is Kafka's doing only if
-        the partition lost the first copy's producer state: the leader dedups a retry against the state it rebuilt
-        from its log (ProducerStateManager), so the first copy must have been in a piece a loss event removed.
-        That copy was appended between the invocation and the ack (t_complete_ns), or, without one, within the
-        producer's delivery timeout (IDEMPOTENCE_HORIZON_NS); a loss window covering that span voids it, as
-        durability() would class such a write at risk. A loss elsewhere (a follower's power loss, an unclean
-        election whose leader held the write, one minutes later) voids nothing."""
+    def idempotence_voided_many(self, partition, t_ns, t_complete_ns, windows: bool = False) -> np.ndarray:
+        """A duplicate of an idempotent producer's write invoked at t_ns is Kafka's doing only if the partition
+        lost the first copy's producer state: the leader dedups a retry against the state it rebuilt from its log
+        (ProducerStateManager), so the first copy must have been in a piece a loss event removed. That copy was
+        appended between the invocation and the ack (t_complete_ns), or, without one, within the producer's
+        delivery timeout (IDEMPOTENCE_HORIZON_NS); a loss window covering that span, opened by an event no earlier
+        than the invocation (a truncation removes only what existed when it happened: excuses.LOSS_EVENT), voids
+        it, as durability() would class such a write at risk. A loss elsewhere (a follower's power loss, an
+        unclean election whose leader held the write, one minutes later) voids nothing. The reason per row, or
+        with `windows` the Window itself (its `cause` names the event, for the judge's claim). A nonmonotonic send
+        is judged by the earlier send it was acked below instead (verdict.truncated_earlier_claims)."""
         (p, has_p), (t, _), (c, has_c) = _column(partition), _column(t_ns), _column(t_complete_ns)
         t_hi = np.where(has_c, c, t + IDEMPOTENCE_HORIZON_NS)
-        return self._first_window(len(p), self._loss_windows(), lambda w: has_p & (p == w.partition) &
-                                  (w.start_ns <= t_hi) & (t <= w.end_ns), lambda w: f"the predicted {w.reason}")
+
+        def hit(w):
+            cause_t = w.cause.t_ns if w.cause is not None else w.end_ns
+            return has_p & (p == w.partition) & (w.start_ns <= t_hi) & (t <= w.end_ns) & (cause_t >= t)
+        return self._first_window(len(p), self._loss_windows(), hit,
+                                  (lambda w: w) if windows else (lambda w: f"the predicted {w.reason}"))
 
     def rewrite_cause(self, partition, offset, t_read_ns) -> str | None:
         return self.rewrite_causes([partition], [offset], [t_read_ns])[0]

@@ -146,3 +146,32 @@ def test_check_allows_a_send_acked_below_an_earlier_send_an_unclean_election_cut
 def test_check_calls_it_a_violation_when_the_election_did_not_cut_the_earlier_send_first(tmp_path, move):
     classes, excuse, reasons = unclean_truncation(tmp_path, move)
     assert classes == ["violation"] and not any(isinstance(e, str) for e in excuse), reasons
+
+
+def test_an_election_in_either_timing_the_model_replays_may_be_the_one_that_cut_the_earlier_send(tmp_path):
+    late = model(10, 20, LATER_ACK + 1)
+    late.alternatives = [model(10, 20, T + 25 * S)]
+    assert judged(tmp_path, late)["classification"] == "allowed"
+    late.alternatives = [model(10, 20, LATER_ACK + 5)]
+    assert judged(tmp_path, late)["classification"] == "violation"
+
+
+# -- a duplicate: the loss event must come after its first copy was sent ------------------------------------------
+
+def judged_duplicate(tmp_path, m: ModelResult) -> pd.Series:
+    """p0's value d, sent at 15 s and acked at offset 3, read at offsets 3 and 9."""
+    sends, reads = frames([send("d", offset=3, t=EARLIER_T // MS)],
+                          [read("d", offset=3, t=16_000), read("d", offset=9, t=40_000)])
+    found = find_anomalies(sends, reads)
+    rows = found[found["kind"] == "duplicate"].reset_index(drop=True)
+    meta = RunMeta(run_id="r", partitions=3, replication_factor=3, min_insync_replicas=1, kafka_version="4.1.0")
+    return judge(rows, meta, m).iloc[0]
+
+
+@pytest.mark.parametrize("cause_t_ns, expected", [
+    (T + 25 * S, "allowed"), (T + EARLIER_T, "allowed"), (T + EARLIER_T - 1, "violation"), (T + 12 * S, "violation")])
+def test_a_duplicate_is_excused_only_by_a_loss_event_after_its_first_copy_was_sent(tmp_path, cause_t_ns, expected):
+    row = judged_duplicate(tmp_path, model(10, 20, cause_t_ns))
+    assert row["classification"] == expected, row["reason"]
+    if expected == "allowed":
+        assert (row["excuse"], row["cause_id"], row["cause_t_ns"]) == ("loss_event", "election p0 e3", cause_t_ns)
