@@ -9,6 +9,11 @@ from kafka_chaos.checkers.model.zookeeper import _ZooKeeperMode
 
 
 class _Controller(_ZooKeeperMode, _State):
+    def __init__(self, *args, fence_rotation: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fence_rotation = fence_rotation    # which order Kafka allows this replay fences lapsed-together brokers in
+        self.unordered_fencing = 0              # the most brokers fenced together in an order the logs did not give
+
     def _elect_controller(self, t: int | None = None):
         if self.zk_mode:
             return self._zk_elect_controller(t)
@@ -27,12 +32,18 @@ class _Controller(_ZooKeeperMode, _State):
         return self._zk_can_alter_isr(leader) if self.zk_mode else self.reaches_controller(leader)
 
     def _live_replica(self, r) -> bool:
-        """Electable: unfenced and running (KRaft), or expired but not yet fenced in this tick's one-at-a-time
-        fencing (`fence_pending`, see _fence); in ZooKeeper mode registered, i.e. its session not yet expired
-        (PartitionStateMachine's liveReplicas are the brokers in /brokers/ids), though the process may be dead."""
-        if r in self.fence_pending:
-            return True
-        return not self.fenced[r] and (self.zk_mode or self.alive[r])
+        """Electable: registered and unfenced, running or not. The KRaft controller elects any broker it counts
+        active (ReplicationControlManager.generateLeaderAndIsrUpdates: isAcceptableLeader is
+        ClusterControlManager.isActive, a registration neither fenced nor in controlled shutdown; the same in 3.9
+        and 4.1), and it learns of a killed process only when its session times out, so a killed broker not yet
+        fenced is elected like a live one, from the ISR, the ELR, as the last known leader
+        (PartitionChangeBuilder.canElectLastKnownLeader tests the same isAcceptableLeader) or uncleanly. It leads
+        nothing while dead (no appends, no fetches, see _Replication) and hands on when it is fenced. A broker whose
+        session expired in this tick but whose turn in the one-at-a-time fencing has not come (`fence_pending`,
+        see _fence) is still unfenced. A stopped broker is fenced at its controlled shutdown. In ZooKeeper mode:
+        registered, i.e. its session not yet expired (PartitionStateMachine's liveReplicas are the brokers in
+        /brokers/ids)."""
+        return r in self.fence_pending or not self.fenced[r]
 
     def _heartbeats(self, t: int):
         """Brokers that reach the controller heartbeat; a fenced one that is alive is unfenced once it is ready
@@ -107,25 +118,43 @@ class _Controller(_ZooKeeperMode, _State):
         The stalest broker goes first (BrokerHeartbeatManager.findOneStaleBroker); for sessions that lapse
         together (e.g. all heartbeats to an isolated controller) that order is a matter of milliseconds the model
         cannot know, and it decides which replica is left as the last ISR member. The controller's log knows
-        (`Timing.fences`, history/controller_log.py): where it has them, both replays fence in its order. Seen on
+        (`Timing.fences`, history/controller_log.py): where it has them, every replay fences in its order. Seen on
         2026-11-27 (power-loss-all, acks=all, ELR on): brokers 1, 3, 2 fenced at 36.5, 36.5, 36.6 s, so broker 2
         was partition 2's last ISR member and last known leader, and Kafka elected it when all three came back;
-        fencing by id, the model had kept broker 3. Without logs the recorded timing fences by broker id, the late
-        one each partition's leader first."""
-        for n in expired:
+        fencing by id, the model had kept broker 3. Without logs every order is possible, so every member must be
+        the last one in some replay: see _guessed_fence_order."""
+        order = self.timing.fence_order(expired, t)
+        if order is None and len(expired) > 1:
+            self.unordered_fencing = max(self.unordered_fencing, len(expired))
+        guessed = {"fence_rotation": self.fence_rotation} if order is None and self.fence_rotation else {}
+        for n in order or self._rotated(expired):
             self.fenced[n] = True
-            self.events.append({"t_ns": t, "event": "fenced", "node": n})
+            self.events.append({"t_ns": t, "event": "fenced", "node": n, **guessed})
         for p, part in self.parts.items():
-            order = self.timing.fence_order(expired, t) or (
-                sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired)
+            ordered = order or self._guessed_fence_order(part, expired)
             first = len(self.events)
-            for i, n in enumerate(order):
-                self.fence_pending = set(order[i + 1:])
+            for i, n in enumerate(ordered):
+                self.fence_pending = set(ordered[i + 1:])
                 self._fence_replica(p, part, n, t)
             self.fence_pending = set()
             for e in self.events[first:]:
                 if e["event"] == "leader" and e["leader"] in expired:
                     e["transient"] = True
+
+    def _guessed_fence_order(self, part: _Partition, expired: list[int]) -> list[int]:
+        """The order of brokers whose sessions lapsed in the same tick, where the controller's log does not say it.
+        Kafka fences the stalest first (BrokerHeartbeatManager.findOneStaleBroker: the unfenced list is sorted by
+        last contact), and which is stalest is a matter of milliseconds, so any order is possible. The recorded
+        replay fences by broker id and the late one each partition's leader first; run_model replays the rest as
+        rotations of the id order (`fence_rotation` k: the group rotated by k), so every broker of the group is the
+        last one fenced, i.e. the last ISR member and, with ELR, the last known leader, in some replay."""
+        if self.fence_rotation:
+            return self._rotated(expired)
+        return sorted(expired, key=lambda n: n != part.leader) if self.leader_fenced_first else expired
+
+    def _rotated(self, expired: list[int]) -> list[int]:
+        k = self.fence_rotation % len(expired)
+        return expired[k:] + expired[:k]
 
     def _fence_replica(self, p: int, part: _Partition, n: int, t: int):
         if n in part.isr:

@@ -39,6 +39,16 @@ from kafka_chaos.checkers.model.windows import Cause, Window
 REPLAYS = ("recorded", "late", "keeping up")         # run_model's timings, in the order of [model, *alternatives]
 
 
+def replay_names(replays: list) -> list[str]:
+    """The name of each of [model, *alternatives]: REPLAYS in order, then those replaying another fencing order
+    (their `fenced` events carry `fence_rotation`, controller._fence), which come last."""
+    names = list(REPLAYS[:2])
+    for r in replays[2:]:
+        k = next((x["fence_rotation"] for x in r.events if x.get("fence_rotation")), None)
+        names.append(REPLAYS[2] if k is None else f"fencing order {k}")
+    return names[:len(replays)]
+
+
 def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = None) -> list[dict]:
     """A `leader_mismatch` disagreement for each election in the samples that no replay of the model made.
     events: observed_events(samples), if already computed."""
@@ -50,13 +60,13 @@ def leader_mismatches(model, samples: pd.DataFrame, events: list[dict] | None = 
     first, out = None, []
     for e in elections:
         p, t, leader = e["partition"], e["t_ns"], e["leader"]
-        near = [(name, x) for name, r in zip(REPLAYS, replays) for x in r.events
+        near = [(name, x) for name, r in zip(replay_names(replays), replays) for x in r.events
                 if x.get("event") == "leader" and _partition(x) == p and _near([_span(x)], t)]
         if any(x.get("leader") is not None and int(x["leader"]) == leader for _, x in near):
             continue
         if not near and _preferred_move(e):
             continue
-        if _seen_at_model_election(samples, replays, p, t, leader) or down_then(model, leader, t):
+        if _seen_at_model_election(samples, replays, p, t, leader) or _unelectable_then(replays, leader, t):
             continue
         first = _first_samples(samples) if first is None else first      # only once something disagrees
         out.append(_mismatch(e, near, _model_state(model.events, p, t, near, first.get(p))))
@@ -85,13 +95,13 @@ DOWN_EFFECTS = ("kill", "power_loss", "stop", "damage", "pause")
 
 
 def down_then(model, broker: int, t: int) -> bool:
-    """KRaft: the broker's process was down (killed, powered off, stopped, paused) at t, so no election at t can
-    have chosen it for longer than the instant of one-at-a-time fencing (controller._fence): a sample naming it the
-    new leader is a stale answer, not an election. The controller elects only an active broker
-    (ReplicationControlManager's isAcceptableLeader is ClusterControlManager.isActive: registered, unfenced), and a
-    dead one is fenced once its session lapses. Seen on 2026-11-27 (leader-power-loss, acks=1, load ~25): broker 1
-    powered off at 10 s and back at 28.6 s, broker 3 elected at its fencing; samples at 24.8-28.6 s named the dead
-    broker 1 leader again with its old ISR [1, 3, 2]."""
+    """KRaft: the broker's process was down (killed, powered off, stopped, paused) at t, by the fault history.
+    Down is not unelectable: the controller elects any broker it counts active (ReplicationControlManager's
+    isAcceptableLeader is ClusterControlManager.isActive: registered, unfenced), and a dead one stays active until
+    its session lapses (controller._live_replica); only a dead broker also fenced is (_unelectable_then). Seen on
+    2026-11-27 (leader-power-loss, acks=1, load ~25): broker 1 powered off at 10 s and back at 28.6 s, broker 3
+    elected at its fencing; samples at 24.8-28.6 s named the dead, fenced broker 1 leader again with its old ISR
+    [1, 3, 2], a stale answer."""
     if getattr(model.config, "zookeeper_mode", False):
         return False
     down = False
@@ -102,6 +112,25 @@ def down_then(model, broker: int, t: int) -> bool:
         if effect in DOWN_EFFECTS and action in ("start", "heal") and broker in (x.get("nodes") or ()):
             down = action == "start"
     return down
+
+
+def _unelectable_then(replays: list, broker: int, t: int) -> bool:
+    """The broker's process was down at t (down_then) and a replay had it fenced then: no election at t can have
+    chosen it, so a sample naming it the new leader is a stale answer. A dead broker not yet fenced in any replay
+    is electable (controller._live_replica: the controller counts it active until its session times out), so a
+    sample naming it is compared like any other: seen on no replay, it is a `leader_mismatch`."""
+    return down_then(replays[0], broker, t) and any(_fenced_then(r, broker, t) for r in replays)
+
+
+def _fenced_then(replay, broker: int, t: int) -> bool:
+    """Whether the replay had the broker fenced at t (its last `fenced` or `unfenced` event up to t)."""
+    fenced = False
+    for x in replay.events:
+        if int(x["t_ns"]) > t:
+            break
+        if x.get("event") in ("fenced", "unfenced") and x.get("node") == broker:
+            fenced = x["event"] == "fenced"
+    return fenced
 
 
 def _leader_is(x, broker: int) -> bool:

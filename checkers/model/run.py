@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,9 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     and late (each fault once applying it ended, `applied_ns`, and the ISR shrinking at 1.5x the lag time, the
     latest ReplicaManager.maybeShrinkIsr, scheduled every lag/2, gets to it; brokers whose sessions lapse
     together fenced leader first, see _Sim._fence). Risk is the union of both;
-    a certain prediction must hold in both.
+    a certain prediction must hold in both. Where brokers' sessions lapsed together and the controller's log does
+    not give the order it fenced them in, each of those two is replayed again in every other order that leaves
+    another broker fenced last (_Controller._guessed_fence_order), and those replays count as alternatives too.
 
     A slowed broker (effect `slow`, a CPU quota) does one of three things, and how much CPU it takes decides which
     (seen here: at 2% of a core a follower kept up with 2000 acks=all writes/s and only slowed them; at 1% it
@@ -68,20 +71,26 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
     grants = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (unfences or {}).items()))
     fenced = tuple(sorted((int(b), tuple(sorted(int(t) for t in ts))) for b, ts in (fences or {}).items()))
     early = Timing(unfences=grants, fences=fenced)
-    recorded = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, timing=early)
+    replay_recorded = partial(_simulate, cfg, worst_case_onsets(events), samples, t_begin, t_end, timing=early)
     slow = replace(cfg, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms * 3 // 2)
-    late = _simulate(slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
-                     samples, t_begin, t_end, leader_fenced_first=True,
-                     timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants, fenced,
-                                   stuck_fetchers=True))
-    late_result = ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events, hw, shrink_slack_ns=0)
-    sims, alternatives = [recorded, late], [late_result]
+    replay_late = partial(_simulate, slow, [replace(e, t_ns=e.applied_ns) if e.applied_ns else e for e in events],
+                          samples, t_begin, t_end, leader_fenced_first=True,
+                          timing=Timing(METADATA_CATCHUP_LATE_NS, RESTART_UNFENCE_NS, grants, fenced,
+                                        stuck_fetchers=True))
+    recorded, late = replay_recorded(), replay_late()
+    sims, alternatives = [recorded, late], [ModelResult(slow, late.risk, late.unavailable, late.truncs, late.events,
+                                                        hw, shrink_slack_ns=0)]
     if any(e.effect == "slow" or e.effect == "link" and any(a != "client" for a, _ in e.links) for e in events):
         keeping_up = _simulate(cfg, worst_case_onsets(events), samples, t_begin, t_end, slow_mode="keeping up",
                                timing=early)
         sims.append(keeping_up)
         alternatives.append(ModelResult(cfg, keeping_up.risk, keeping_up.unavailable, keeping_up.truncs,
                                         keeping_up.events, hw))
+    for base, replay, c, slack in ((recorded, replay_recorded, cfg, None), (late, replay_late, slow, 0)):
+        for k in range(1, base.unordered_fencing):      # each other broker fenced last (_Controller._fence)
+            sims.append(replay(fence_rotation=k))
+            alternatives.append(ModelResult(c, sims[-1].risk, sims[-1].unavailable, sims[-1].truncs, sims[-1].events,
+                                            hw, shrink_slack_ns=slack))
     unavailable = sorted(_merge([w for s in sims for w in s.unavailable]), key=lambda w: (w.start_ns, w.partition))
     planned = planned_move_risk(samples)         # leader moves Kafka's controller makes by itself, seen in samples
     return ModelResult(cfg, _merge([w for s in sims for w in s.risk] + planned), unavailable,
@@ -90,10 +99,11 @@ def run_model(cfg: ModelConfig, faults: pd.DataFrame | list[FaultEffect] | None 
 
 
 def _simulate(cfg: ModelConfig, events: list[FaultEffect], samples: pd.DataFrame, t_begin: int, t_end: int,
-              leader_fenced_first: bool = False, slow_mode: str | None = None, timing: Timing | None = None) -> "_Sim":
+              leader_fenced_first: bool = False, slow_mode: str | None = None, timing: Timing | None = None,
+              fence_rotation: int = 0) -> "_Sim":
     events = sorted(events, key=lambda e: e.t_ns)
     mode = slow_mode or ("fenced" if leader_fenced_first else "lagging")
-    sim = _Sim(cfg, events, samples, t_begin, t_end, leader_fenced_first, mode, timing)
+    sim = _Sim(cfg, events, samples, t_begin, t_end, leader_fenced_first, mode, timing, fence_rotation=fence_rotation)
     settle = 2 * cfg.replica_lag_time_max_ms * 1_000_000 + 2 * cfg.broker_session_timeout_ms * 1_000_000
     t = min(t_begin, events[0].t_ns) - TICK_NS
     queue = list(enumerate(sim.faults))
