@@ -23,7 +23,9 @@ TXNS = "checkers/txns.py"
 EOS = "checkers/eos.py"
 LSO = "checkers/lso.py"
 UNCLEAN = "no unclean election or power loss the model predicts removed it"
-EOS_EXCUSE = "unless the model predicts an unclean election or power loss on a partition involved"
+EOS_EXCUSE = "unless a loss window the model predicts on a partition involved holds what the transactions involved " \
+    "appended, from their begin to their markers' deadline (a lost output: its records or COMMIT marker; an aborted " \
+    "read: its ABORT marker; a second copy: a loss between the copies)"
 
 # The per-value summary every engine computes before the predicates, one row per (run, value):
 #   sent           a send carries the value            ok / failed / indeterminate: its outcome ok / fail / info
@@ -73,7 +75,10 @@ KINDS: dict[str, Kind] = {
         "position", "two or more distinct values read at one (partition, offset)",
         "no predicted unclean election or power loss rewrote the position", VERDICT,
         rule="rewritten", marker=("square", "#ad1457")),
-    "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always", VERDICT,
+    "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always, except a "
+        "transactional producer's aborted write (`_TXN_ABORTED`) whose ABORT marker a predicted loss window holds "
+        "(from its send to the markers' deadline after the abort): the elected replica has it in an open "
+        "transaction, which the producer's next COMMIT marker commits", VERDICT,
         rule="always", because="a send the client reported as certainly failed reached the log",
         describe="send failed definitely, yet the value was read", marker=("triangle-down", "#5d4037"),
         predicate="failed AND n_pos > 0"),
@@ -126,7 +131,8 @@ KINDS: dict[str, Kind] = {
     "txn_incomplete": Kind(
         "transaction", "a committed transaction some of whose values the final drain of a completed partition "
         "lacks (KIP-98: a committed transaction is visible whole)",
-        "unless the model predicts an unclean election or power loss on a partition the transaction spans", TXNS),
+        "unless a loss window the model predicts on a partition it lacks a value in holds its records or its COMMIT "
+        "marker (appended by the markers' deadline after its end, or its producer's next committed transaction)", TXNS),
     "txn_out_of_order": Kind(
         "transaction and partition", "a committed transaction's values in one partition whose offsets in the final "
         "drain do not increase in the order they were sent", "always (a producer's records are appended in order "
@@ -168,11 +174,13 @@ KINDS: dict[str, Kind] = {
         "another processor, before that transaction called commit", EOS_EXCUSE, EOS),
     "lso_stuck": Kind(
         "stretch of samples", "a partition's last stable offset at one value below its high watermark for longer "
-        "than transaction.timeout.ms plus the coordinator's abort interval and marker write after every fault "
-        "healed (history/lso.parquet; KAFKA-20716's shape); a read_committed final drain resting there leaves the "
-        "partition without a loss verdict",
+        "than transaction.timeout.ms plus the coordinator's abort interval and marker write, counted from the "
+        "last of: every fault healed, the transaction log's ISR back (its abort is written with requiredAcks -1), "
+        "the partition's own ISR back (so are its markers) (history/lso.parquet; KAFKA-20716's shape); a "
+        "read_committed final drain resting there leaves the partition without a loss verdict",
         "always (the reason names the open transaction's producer id when the brokers name it, the release's "
-        "KIP-890 rules, and a predicted unclean election or power loss on the partition, if any)", LSO),
+        "KIP-890 rules, and a predicted unclean election or power loss whose window held the stuck transaction's "
+        "records, if any)", LSO),
 }
 
 
