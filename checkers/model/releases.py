@@ -120,8 +120,9 @@ RULES: dict[str, Rule] = {
         (0, 11), "KIP-98: a transaction's COMMIT or ABORT marker is a control record the partition leader appends at "
         "the coordinator's request (WriteTxnMarkers) after the client's commit, replicated and truncated like any "
         "record; a read_committed reader sees a transaction's records only behind it. So an unclean election can "
-        "lose the marker of records it keeps: the judge excuses a lost committed transactional write where a loss "
-        "window ends after its ack (ModelResult.marker_loss_causes)",
+        "lose the marker of records it keeps: the judge excuses a lost committed transactional write (or an aborted "
+        "one read) where a loss window holds the marker's append, from the commit call to the markers' deadline "
+        "(ModelResult.marker_loss_causes, txn.commit_marker_lost / txn.abort_marker_lost)",
         "TransactionMarkerChannelManager / WriteTxnMarkersRequest; ReplicaManager.appendRecords (origin "
         "COORDINATOR); ProducerStateManager (ongoing transactions, completeTxn)", modelled=False),
     "describe_producers": Rule(
