@@ -157,7 +157,8 @@ class Judge:
             read, committed[1], _pick(guaranteed, "; the model classed it guaranteed: " + reason +
                                       self.unpredicted(rows), _pick(marker == None, "; at risk: " + reason,  # noqa
                                                                     "; allowed: " + _str(marker)))), \
-            _pick(read, committed[2], at_risk)
+            _pick(read, committed[2], _pick(marker == None, at_risk,    # noqa: E711 (elementwise)
+                                            commit_marker_claims(self.model, self.meta, rows)))
 
     def marker_lost(self, rows) -> np.ndarray:
         """For a transactional producer's committed record: why its COMMIT marker may be gone (commit_marker_claims:
