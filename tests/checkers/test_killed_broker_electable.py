@@ -53,9 +53,10 @@ def test_a_write_the_stale_follower_fetched_before_its_cut_stays_guaranteed():
 
 
 def test_with_the_stale_follower_fenced_first_the_last_known_leader_holds_the_write():
-    # 3 killed at 18 s, more than a heartbeat interval before the others: fenced first (27 s), out of the ISR while
-    # 1 still leads; 2, elected dead at 1's fencing, is the last known leader and holds 1's log up to 20 s
-    model = cascade(third_killed_s=18)
+    # 3 killed at 17 s, more than a heartbeat interval (2 s) before the others, so its session lapses first in
+    # Kafka too: fenced at 26 s, out of the ISR while 1 still leads; 2, elected dead at 1's fencing, is the last
+    # known leader and holds 1's log up to 20 s
+    model = cascade(third_killed_s=17)
     assert elected(model)[-1] == (60.0, 2, "as the last known leader (ISR and ELR empty)")
     assert acks_1(model, 15)[0] == "guaranteed"
 
