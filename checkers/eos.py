@@ -153,16 +153,17 @@ class EosCheck:
                 return c
         return None
 
-    def _marker(self, rule: excuses.Rule, partitions, i: int) -> excuses.Claim | None:
+    def _marker(self, rule: excuses.Rule, partitions, i: int, read_ns: int | None = None) -> excuses.Claim | None:
         """`rule` (a lost COMMIT or ABORT marker) for transaction i's marker on an involved partition: appended
-        between its commit (or abort) call and the markers' deadline after its end."""
+        between its commit (or abort) call and the markers' deadline after its end; read_ns: the read it explains."""
         if self.model is None or i < 0:
             return None
         called = self.txns.at[i, "t_commit_ns"]
         lo = int(self.txns.at[i, "t_begin_ns"] if pd.isna(called) else called)
         parts = np.array(sorted({int(p) for p in partitions}), dtype=np.int64)
         hi = self.model.markers_written_by(parts, np.full(len(parts), int(self.txns.at[i, "t_end_ns"])))
-        return next((c for c in marker_claims(rule, self.model, parts, np.full(len(parts), lo), hi) if c), None)
+        return next((c for c in marker_claims(rule, self.model, parts, np.full(len(parts), lo), hi,
+                                              [read_ns] * len(parts)) if c), None)
 
     def _reprocessed(self, p: int, ids) -> excuses.Claim | None:
         """REPROCESSED_AFTER_LOSS for input p's copies by transactions `ids` (by end): a loss window of p holding
@@ -317,7 +318,8 @@ class EosCheck:
                 self._add("g1a", f"committed transaction {self._name(r.id)} started input "
                           f"partition {r.read_partitions} at offset {r.read_offsets}, which only an aborted "
                           "transaction committed", self._marker(ABORT_MARKER_LOST, [r.read_partitions],
-                                                                aborter[(r.read_partitions, r.read_offsets)]),
+                                                                aborter[(r.read_partitions, r.read_offsets)],
+                                                                int(self.txns.at[r.id, "t_begin_ns"])),
                           partition=r.read_partitions, offset=r.read_offsets,
                           producer=r.processor)
 
@@ -346,7 +348,7 @@ class EosCheck:
         for (consumer, i), g in bad.groupby(["consumer", "id"]):
             self._add("g1a", f"{consumer} read {len(g)} output(s) of aborted transaction "
                       f"{self._name(i)} (first {g['value'].iloc[0]})",
-                      self._marker(ABORT_MARKER_LOST, g["partition"].unique(), int(i)),
+                      self._marker(ABORT_MARKER_LOST, g["partition"].unique(), int(i), int(g["t_ns"].min())),
                       partition=int(g["partition"].iloc[0]),
                       offset=int(g["offset"].iloc[0]), value=g["value"].iloc[0], consumer=consumer,
                       t_read_ns=int(g["t_ns"].min()))

@@ -63,6 +63,11 @@ def _after_the_call(cause: Cause, times: Times) -> bool:
     return times.committed is None or cause.t_ns >= times.committed
 
 
+def _before_the_read(cause: Cause, times: Times) -> bool:
+    """As _after_the_call, and the loss came no later than the read it explains (with the marker, never visible)."""
+    return _after_the_call(cause, times) and (times.read is None or cause.t_ns <= times.read)
+
+
 COMMIT_MARKER_LOST = excuses.rule(
     "txn.commit_marker_lost", ("lost", "txn_incomplete", "eos_lost"),
     _MARKER + "; a read_committed reader sees a transaction's records only behind its COMMIT marker, and without it "
@@ -73,8 +78,9 @@ ABORT_MARKER_LOST = excuses.rule(
     "txn.abort_marker_lost", ("failed_read", "g1a"),
     _MARKER + "; the elected replica then holds the aborted records without their ABORT marker, as part of an "
     "open transaction that the producer's next COMMIT marker on the partition commits (ProducerStateManager."
-    "completeTxn: a marker ends whatever transaction of its producer id is open there; KIP-98)",
-    _MARKER_TIMING, _after_the_call)
+    "completeTxn: a marker ends whatever transaction of its producer id is open there; KIP-98); before the loss the "
+    "leader held the marker, and a read_committed reader never saw the records",
+    _MARKER_TIMING + ", and no later than the aborted record's first read", _before_the_read)
 
 
 def timeout_ms(extra: dict) -> int:
@@ -94,16 +100,18 @@ def window_cause(w) -> Cause:
     return w.cause or Cause(f"window p{w.partition} {w.start_ns}..{w.end_ns}", w.end_ns, w.reason)
 
 
-def marker_claims(rule: excuses.Rule, model, partition, t_lo_ns, t_hi_ns) -> np.ndarray:
+def marker_claims(rule: excuses.Rule, model, partition, t_lo_ns, t_hi_ns, read_ns=None) -> np.ndarray:
     """Per row, `rule`'s Claim that a loss window of the partition held a marker appended in [t_lo_ns, t_hi_ns]
-    (ModelResult.marker_loss_causes), or None."""
+    (ModelResult.marker_loss_causes), or None. read_ns: the first read the loss must explain (None: none)."""
     out = np.full(len(partition), None, dtype=object)
     if model is None or not len(out):
         return out
     lo, hi = np.asarray(t_lo_ns, dtype=np.int64), np.asarray(t_hi_ns, dtype=np.int64)
+    reads = [None] * len(out) if read_ns is None else [None if pd.isna(r) else int(r) for r in read_ns]
     windows = model.marker_loss_causes(partition, lo, hi)
     for i in np.flatnonzero(windows != None):      # noqa: E711 (elementwise)
-        out[i] = excuses.claim(rule, window_cause(windows[i]), Times(committed=int(lo[i]), answered=int(hi[i])))
+        out[i] = excuses.claim(rule, window_cause(windows[i]),
+                               Times(committed=int(lo[i]), answered=int(hi[i]), read=reads[i]))
     return out
 
 

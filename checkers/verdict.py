@@ -288,7 +288,8 @@ def abort_marker_claims(model: ModelResult, meta: RunMeta, rows: pd.DataFrame) -
     part = rows["partition"].to_numpy()[at].astype(np.int64)
     sent = rows["t_invoke_ns"].to_numpy()[at].astype(np.int64)
     done = rows["t_complete_ns"].to_numpy()[at].astype(np.int64)
-    out[at] = txns.marker_claims(txns.ABORT_MARKER_LOST, model, part, sent, model.markers_written_by(part, done))
+    out[at] = txns.marker_claims(txns.ABORT_MARKER_LOST, model, part, sent, model.markers_written_by(part, done),
+                                 rows["t_read_ns"].to_numpy()[at])
     return out
 
 

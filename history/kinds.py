@@ -77,8 +77,8 @@ KINDS: dict[str, Kind] = {
         rule="rewritten", marker=("square", "#ad1457")),
     "failed_read": Kind("send", "outcome `fail` (the client said it certainly failed), yet read", "always, except a "
         "transactional producer's aborted write (`_TXN_ABORTED`) whose ABORT marker a predicted loss window holds "
-        "(from its send to the markers' deadline after the abort): the elected replica has it in an open "
-        "transaction, which the producer's next COMMIT marker commits", VERDICT,
+        "(from its send to the markers' deadline after the abort, its loss before the read): the elected replica has "
+        "it in an open transaction, which the producer's next COMMIT marker commits", VERDICT,
         rule="always", because="a send the client reported as certainly failed reached the log",
         describe="send failed definitely, yet the value was read", marker=("triangle-down", "#5d4037"),
         predicate="failed AND n_pos > 0"),

@@ -54,11 +54,11 @@ def test_a_power_loss_200_s_later_or_on_another_partition_does_not_excuse_a_lost
     assert lost_output(clean, loss(BEGIN, CALLED - 1, partition=1))["classification"] == "violation"
 
 
-def aborted_read(clean, model) -> pd.Series:
+def aborted_read(clean, model, read_t: int = T0 + 60 * S) -> pd.Series:
     txns, reads, meta = clean
     ab = txns.iloc[[6]].assign(txn=99, outcome="aborted")            # e0's, begun, aborted as transaction 2 ended
     row = reads[(reads["phase"] == "final") & (reads["partition"] == 0)].iloc[[0]].assign(
-        value=output_value(0, 0, input_value(1, 0, 0), "e0", 99), offset=10_000)
+        value=output_value(0, 0, input_value(1, 0, 0), "e0", 99), offset=10_000, t_ns=read_t)
     out = eos.find(pd.concat([txns, ab], ignore_index=True), pd.concat([reads, row], ignore_index=True), meta, model)
     assert out["kind"].tolist() == ["g1a"]
     return out.iloc[0]
@@ -74,6 +74,11 @@ def test_an_aborted_output_read_is_excused_only_by_the_loss_of_its_abort_marker(
 
 def test_a_power_loss_200_s_after_an_aborted_output_was_read_does_not_excuse_the_g1a(clean):
     assert aborted_read(clean, loss(T0 + 199 * S, T0 + 200 * S))["classification"] == "violation"
+
+
+def test_a_loss_after_the_aborted_output_was_read_does_not_excuse_the_read(clean):
+    assert aborted_read(clean, loss(CALLED + 1, END), read_t=END)["classification"] == "allowed"
+    assert aborted_read(clean, loss(CALLED + 1, END), read_t=END - 1)["classification"] == "violation"
 
 
 def duplicate(clean, model) -> pd.Series:

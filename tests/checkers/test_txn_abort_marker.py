@@ -34,14 +34,14 @@ def meta(transactional=("p0",)) -> RunMeta:
                    producers=({"name": "p0", "acks": "all", "transactional": "p0" in transactional},))
 
 
-def read_aborted(kind: str = "failed_read") -> pd.DataFrame:
+def read_aborted(kind: str = "failed_read", read: int = 20 * S) -> pd.DataFrame:
     return pd.DataFrame({"kind": [kind], "partition": [1], "offset": [np.nan], "value": ["0-7"], "producer": ["p0"],
-                         "acks": ["all"], "t_invoke_ns": [SENT], "t_complete_ns": [ABORTED], "t_read_ns": [20 * S]})
+                         "acks": ["all"], "t_invoke_ns": [SENT], "t_complete_ns": [ABORTED], "t_read_ns": [read]})
 
 
-def judged(*risk, transactional=("p0",), kind="failed_read"):
+def judged(*risk, transactional=("p0",), kind="failed_read", read=20 * S):
     cls, why, claims = Judge(meta(transactional), model(*risk), Completeness(3))._always(
-        read_aborted(kind), None, None)
+        read_aborted(kind, read), None, None)
     return cls[0], why[0], claims[0]
 
 
@@ -59,6 +59,12 @@ def test_the_same_election_after_the_markers_deadline_leaves_it_a_violation():
 
 def test_an_election_whose_window_ended_before_the_send_leaves_it_a_violation():
     assert judged(election(SENT - 2 * S, SENT - S))[0] == "violation"
+
+
+def test_a_read_before_the_election_is_not_explained_by_it():
+    inside = election(ABORTED + S, ABORTED + 2 * S)                   # its election at ABORTED + 2.1 s
+    assert judged(inside, read=ABORTED + 2 * S + S // 10)[0] == "allowed"
+    assert judged(inside, read=ABORTED + 2 * S + S // 10 - 1)[0] == "violation"
 
 
 def test_the_markers_deadline_is_the_boundary():
