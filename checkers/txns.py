@@ -72,13 +72,14 @@ COMMIT_MARKER_LOST = excuses.rule(
     "txn.commit_marker_lost", ("lost", "txn_incomplete", "eos_lost"),
     _MARKER + "; a read_committed reader sees a transaction's records only behind its COMMIT marker, and without it "
     "the producer's next marker on the partition ends the transaction (an ABORT: read as aborted; KIP-98, "
-    "ProducerStateManager.completeTxn)", _MARKER_TIMING, _after_the_call)
+    "ProducerAppendInfo.appendEndTxnMarker)", _MARKER_TIMING, _after_the_call)
 
 ABORT_MARKER_LOST = excuses.rule(
     "txn.abort_marker_lost", ("failed_read", "g1a"),
     _MARKER + "; the elected replica then holds the aborted records without their ABORT marker, as part of an "
-    "open transaction that the producer's next COMMIT marker on the partition commits (ProducerStateManager."
-    "completeTxn: a marker ends whatever transaction of its producer id is open there; KIP-98); before the loss the "
+    "open transaction that the producer's next COMMIT marker on the partition commits (ProducerAppendInfo."
+    "appendEndTxnMarker: a marker of an epoch no lower ends the transaction its producer id has open there, from "
+    "currentTxnFirstOffset, and the next transaction's records join it, appendDataBatch); before the loss the "
     "leader held the marker, and a read_committed reader never saw the records",
     _MARKER_TIMING + ", and no later than the aborted record's first read", _before_the_read)
 
