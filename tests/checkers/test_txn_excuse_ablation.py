@@ -2,9 +2,11 @@
 through the history contract): the cascade of test_excuse_ablation.py (followers 2 and 3 die at 10/12 s, leader 1
 at 14 s, 2 comes back and is elected uncleanly on 3.9.2, min ISR 1) removes what broker 1 alone appended just before
 14 s, a transaction's marker among it. With the cascade 100 s later, or the transaction after the heal, the same
-anomaly is a violation. `ABLATIONS` (rule -> [(kind, build, moves)]) is for the registry of every rule's ablation."""
+anomaly is a violation; and a second committed eos copy made after that loss (eos.reprocessed_after_loss). `ABLATIONS`
+(rule -> [(kind, build, moves)]) is for the registry of every rule's ablation (test_excuse_ablation.py)."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from tests.checkers.conftest import fault, read, send, write_run
@@ -54,9 +56,38 @@ def lost_abort_marker(tmp_path, move):
     return _classes(_run(tmp_path, sends, reads, move), "failed_read")
 
 
+def reprocessed_input(tmp_path, move):
+    """`--workload eos`: e0's transaction 2 (inputs 0:4-5) ran at 13 s, just before the cascade's loss on
+    partition 0; its transaction 19 at 100 s wrote input 0:4's output again: a second committed copy after the
+    election. Moves: the cascade 100 s later (after the second copy), the first copy after the heal (70 s)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kafka_chaos.history.eos import input_value, output_value
+    from kafka_chaos.history.schema import EOS_SCHEMA
+    from kafka_chaos.history.synthetic.eos import T0, eos_history
+    from tests.checkers.conftest import MS, T
+
+    txns, reads, eos_meta = eos_history(transactions=60, partitions=6, processors=3, per_partition=2, live=False)
+    start = T + (70 if move == "write after the cause" else 13) * S * MS
+    for col in ("t_begin_ns", "t_commit_ns", "t_end_ns"):
+        txns[col] = txns[col] - T0 + start
+        txns.loc[57, col] = txns.at[57, col] - start + T + 100 * S * MS      # e0's transaction 19
+    reads["t_ns"] = T + 240 * S * MS
+    extra = reads.iloc[[0]].assign(value=output_value(0, 4, input_value(1, 0, 4), "e0", 19), offset=10_000)
+    rows = [dict(r, key=None) for r in pd.concat([reads, extra], ignore_index=True).to_dict("records")]
+    m = meta(kafka_version="3.9.2", min_insync_replicas=1, unclean_leader_election=True, partitions=6,
+             workload="eos", eos=eos_meta)
+    run = write_run(tmp_path / "r", [], rows, _cascade(100 * S if move == "cause later" else 0),
+                    steady_samples(10 * S), **with_times(m, 260 * S))
+    pq.write_table(pa.Table.from_pandas(txns, schema=EOS_SCHEMA, preserve_index=False), run / "history/eos.parquet")
+    return _classes(run, "eos_duplicate")
+
+
 ABLATIONS = {
     "txn.commit_marker_lost": [("lost", lost_commit_marker, MOVES)],
     "txn.abort_marker_lost": [("failed_read", lost_abort_marker, MOVES)],
+    "eos.reprocessed_after_loss": [("eos_duplicate", reprocessed_input, MOVES)],
 }
 CASES = [(name, kind, build, move) for name, abl in ABLATIONS.items() for kind, build, moves in abl
          for move in ("none", *moves)]
@@ -64,7 +95,7 @@ CASES = [(name, kind, build, move) for name, abl in ABLATIONS.items() for kind, 
 
 @pytest.mark.parametrize("name, kind, build, move", CASES,
                          ids=[f"{n}-{k}-{m.replace(' ', '_')}" for n, k, _, m in CASES])
-def test_the_marker_excuse_holds_only_with_the_loss_in_the_markers_span(tmp_path, name, kind, build, move):
+def test_each_transaction_excuse_holds_only_with_its_loss_in_the_span_it_covers(tmp_path, name, kind, build, move):
     classes, excuse, reasons = build(tmp_path, move)
     if move == "none":
         assert classes and set(classes) == {"allowed"}, reasons
