@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from kafka_chaos.checkers.model.windows import Cause
 from kafka_chaos.history.client_log import EpochBump, epoch_bumps
 
 # librdkafka's error names, and the Java client's (workloads/java: the exception's class name). Kafka's Java
@@ -106,9 +107,10 @@ def epoch_bump_between(voids: ClientVoids, producer, t0, t1) -> str | None:
 
 
 def epoch_bumps_between(voids: ClientVoids, producers, t0: np.ndarray, t1: np.ndarray,
-                        known: np.ndarray | None = None) -> np.ndarray:
+                        known: np.ndarray | None = None, causes: np.ndarray | None = None) -> np.ndarray:
     """epoch_bump_between for many writes at once: two binary searches per producer's writes, a reason only for the
-    writes it voids (None elsewhere). known: where t0 and t1 are both known (default: everywhere)."""
+    writes it voids (None elsewhere). known: where t0 and t1 are both known (default: everywhere). causes: filled,
+    where given, with the first bump or timeout in the write's [t0, t1] as a Cause (checkers.excuses)."""
     n = len(t0)
     out = np.full(n, None, dtype=object)
     who = np.array([str(p) for p in producers], dtype=object) if n else np.zeros(0, dtype=object)
@@ -120,6 +122,9 @@ def epoch_bumps_between(voids: ClientVoids, producers, t0: np.ndarray, t1: np.nd
                   np.searchsorted(bump_times, t1[rows], side="right"))
         for i in np.nonzero(hi > lo)[0]:
             reasons = ", ".join(dict.fromkeys(bump_reasons[lo[i]:hi[i]]))
+            if causes is not None:
+                causes[rows[i]] = Cause(f"clients.log {producer} epoch bump", int(bump_times[lo[i]]),
+                                        f"producer {producer} bumped its epoch ({bump_reasons[lo[i]]})")
             out[rows[i]] = (
                 f"the client: producer {producer} bumped its epoch {hi[i] - lo[i]} time(s) while this write was "
                 f"pending (librdkafka's log: {reasons}), and librdkafka renumbers every queued message under the new "
@@ -131,6 +136,9 @@ def epoch_bumps_between(voids: ClientVoids, producers, t0: np.ndarray, t1: np.nd
             continue
         lo, hi = np.searchsorted(times, t0[rows], side="left"), np.searchsorted(times, t1[rows], side="right")
         for i in np.nonzero((hi > lo) & (out[rows] == None))[0]:    # noqa: E711 (elementwise)
+            if causes is not None:
+                causes[rows[i]] = Cause(f"clients.log {producer} message timeout", int(times[lo[i]]),
+                                        f"a message of producer {producer} timed out")
             out[rows[i]] = (
                 f"the client: {hi[i] - lo[i]} of producer {producer}'s messages timed out while this write was "
                 f"pending, and the client then bumps the producer epoch (librdkafka for every partition, the Java "

@@ -138,3 +138,22 @@ def loss_claim(model, partition, t_lo_ns: int, t_hi_ns: int, times: Times | None
         return None
     cause = w.cause or Cause(f"window p{w.partition} {w.start_ns}..{w.end_ns}", w.end_ns, w.reason)
     return claim(LOSS_EVENT, cause, times or Times(sent=int(t_lo_ns), acked=int(t_hi_ns)))
+
+
+# Allowed by the run's own settings or the client's logged behaviour, not by a fault: the cause is the setting (at
+# the run's start, in force throughout) or the client's logged event inside the write's send..ack.
+SETTING = rule(
+    "setting", ("duplicate", "nonmonotonic_send", "stall"),
+    "the producer runs without idempotence (enable.idempotence=false: retries may append a batch again or reorder, "
+    "ProducerConfig ENABLE_IDEMPOTENCE_DOC, librdkafka CONFIGURATION.md), or no availability bound was asked "
+    "(--max-stall unset: Kafka promises none)",
+    "the setting is in force for the whole run", lambda cause, times: True)
+
+CLIENT_EPOCH_BUMP = rule(
+    "client_epoch_bump", ("duplicate", "nonmonotonic_send"),
+    "the client bumped the idempotent producer's epoch while the write was pending (librdkafka "
+    "rd_kafka_idemp_drain_epoch_bump after OUT_OF_ORDER_SEQUENCE_NUMBER or a message timeout; KIP-360), and a retry "
+    "of a batch that may already be in the log is appended again under the new epoch",
+    "the bump (clients.log) falls between the write's send and its ack",
+    lambda cause, times: (times.sent is None or times.sent <= cause.t_ns)
+    and (times.acked is None or cause.t_ns <= times.acked))

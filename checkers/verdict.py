@@ -192,16 +192,25 @@ class Judge:
             voided = np.array([None if c is None else f"the predicted {w.reason}" for c, w in zip(claims, windows)],
                               dtype=object)
         done = rows["t_complete_ns"].astype("Int64")
+        bumps = np.full(len(rows), None, dtype=object)
         bumped = epoch_bumps_between(self.client_voids, rows["producer"].astype(object).to_numpy(),
                                      inv.fillna(0).to_numpy(dtype=np.int64), done.fillna(0).to_numpy(dtype=np.int64),
-                                     (inv.notna() & done.notna()).to_numpy(dtype=bool))
+                                     (inv.notna() & done.notna()).to_numpy(dtype=bool), bumps)
         is_voided, is_bumped = voided != None, bumped != None    # noqa: E711 (elementwise)
         cls = _pick(~idempotent | is_voided | is_bumped, "allowed", "violation")
         why = _pick(~idempotent, "; allowed: a producer without idempotence may retry and reorder",
                     _pick(is_voided, voided_by + _str(voided),
                           _pick(is_bumped, "; allowed by Kafka's rules, idempotence voided by " + _str(bumped),
                                 "; the producer is idempotent, which forbids this")))
-        return cls, why, np.where(idempotent & is_voided, claims, None)
+        bump_claims = np.array([None if c is None else excuses.Claim(excuses.CLIENT_EPOCH_BUMP, c) for c in bumps],
+                               dtype=object)
+        return cls, why, _pick(~idempotent, self.setting_claim("no idempotence"),
+                               _pick(is_voided, claims, np.where(is_bumped, bump_claims, None)))
+
+    def setting_claim(self, what: str) -> excuses.Claim:
+        """The SETTING excuse, its cause the run's settings (meta.json) at the run's start."""
+        return excuses.Claim(excuses.SETTING, excuses.Cause(f"meta.json: {what}", int(self.meta.start_ns or 0),
+                                                            f"the run's setting: {what}"))
 
     def _always(self, rows, durability, model_reason):
         """A violation, whatever the model predicts; except a transactional producer's aborted write read where its
@@ -243,7 +252,8 @@ class Judge:
             else:
                 cls.append("allowed")
                 why.append(note + "; Kafka promises no availability bound (set --max-stall to require one)")
-        return np.array(cls, dtype=object), np.array(why, dtype=object)
+        bound = "--max-stall unset" if self.max_stall_s is None else f"--max-stall {self.max_stall_s:g} s"
+        return np.array(cls, dtype=object), np.array(why, dtype=object), filled(len(cls), self.setting_claim(bound))
 
 
 def _transactional(meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:

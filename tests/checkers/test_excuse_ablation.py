@@ -67,6 +67,26 @@ def zombie_tail(tmp_path, move):
     return _classes(run, ["lost"])
 
 
+def epoch_bump(tmp_path, move):
+    """An idempotent write pending for 10 s is read at two positions; the client logged an epoch bump 4 s into it
+    (librdkafka#4953). Moves: the bump 11 s in (after the ack), the bump by another producer."""
+    from tests.checkers.test_verdict_truth import bumped_duplicate
+    producer, after = {"cause later": ("p0", 11), "another producer": ("p1", 4)}.get(move, ("p0", 4))
+    _, _, rows = bumped_duplicate(tmp_path, producer, after)
+    found = rows[rows["kind"] == "duplicate"]
+    return list(found["classification"]), list(found["excuse"]), list(found["reason"])
+
+
+def without_idempotence(tmp_path, move):
+    """A write read at two positions from a producer without idempotence (allowed by the setting); moved: the same
+    producer with idempotence on."""
+    idempotent = move == "setting changed"
+    run = write_run(tmp_path / "r", [send("a", offset=0, t=1 * S, idempotent=idempotent)],
+                    [read("a", offset=0, t=100 * S), read("a", offset=1, t=100 * S)],
+                    **with_times(meta(producers=[{"name": "p0", "acks": "all", "idempotent": idempotent}])))
+    return _classes(run, ["duplicate"])
+
+
 MOVES = ("cause later", "write after the cause")
 ABLATIONS: dict[str, list[Ablation]] = {
     "loss_event": [Ablation("lost_after_read", cascade_loss, MOVES)],
@@ -74,6 +94,8 @@ ABLATIONS: dict[str, list[Ablation]] = {
     "nonmonotonic_send.earlier_send_truncated": [
         Ablation("nonmonotonic_send", unclean_truncation, ("cause later", "later write before the cause"))],
     **{n: [Ablation(*a) for a in abl] for n, abl in test_txn_excuse_ablation.ABLATIONS.items()},
+    "client_epoch_bump": [Ablation("duplicate", epoch_bump, ("cause later", "another producer"))],
+    "setting": [Ablation("duplicate", without_idempotence, ("setting changed",))],
 }
 
 

@@ -102,9 +102,10 @@ def test_the_election_must_fall_between_the_earlier_send_and_the_later_ack(tmp_p
     assert judged(tmp_path, model(10, 20, cause_t_ns))["classification"] == expected
 
 
-def test_a_producer_without_idempotence_is_allowed_without_a_cause(tmp_path):
+def test_a_producer_without_idempotence_is_allowed_by_its_setting_not_by_a_loss(tmp_path):
     row = judged(tmp_path, model(10, 20, LATER_ACK + 1), idempotent=False)
-    assert row["classification"] == "allowed" and pd.isna(row["cause_id"])
+    assert row["classification"] == "allowed" and row["excuse"] == "setting"
+    assert row["cause_id"] == "meta.json: no idempotence"
 
 
 def test_without_the_sends_file_the_earlier_send_is_unknown_and_nothing_is_excused(tmp_path):
