@@ -226,15 +226,23 @@ class Judge:
     def _rewritten(self, rows, durability, model_reason):
         at_risk = (rows["kind"].to_numpy() == "offset_mismatch") & (durability == "at_risk")
         placed = rows["partition"].notna() & rows["offset"].notna()
-        cause = self.model.rewrite_causes(rows["partition"], rows["offset"], rows["t_read_ns"])
-        cause[~placed.to_numpy(dtype=bool)] = None
-        explained = cause != None    # noqa: E711 (elementwise)
+        windows = self.model.rewrite_windows(rows["partition"], rows["offset"], rows["t_read_ns"])
+        windows[~placed.to_numpy(dtype=bool)] = None
+        # the window's own timing (it began before the read, above the HW floor): a zombie's record read after the
+        # election is truncated only when the zombie follows, a time the model does not place
+        loss = window_claims(excuses.LOSS_EVENT, windows, np.full(len(rows), None, dtype=object))
+        explained = loss != None    # noqa: E711 (elementwise)
+        cause = np.full(len(rows), None, dtype=object)
+        cause[explained] = [f"the predicted {w.reason} (cause {c.cause.id})" for w, c in
+                            zip(windows[explained], loss[explained])]
+        risky = window_claims(excuses.MODEL_RISK, rows[RISK_WINDOW].to_numpy(dtype=object) if RISK_WINDOW in rows
+                              else _no_claims(rows), rows["t_invoke_ns"])
         cls = _pick(at_risk | explained, "allowed", "violation")
         why = _pick(at_risk, "; allowed: the write at its acked offset was at risk: " + _str(model_reason),
                     _pick(explained, "; explained by " + _str(cause),
                           "; a read (committed) position was rewritten and the model predicts no unclean election or "
                           "power loss that could" + self.unpredicted(rows)))
-        return cls, why
+        return cls, why, _pick(at_risk, risky, loss)
 
     def _poll_skip(self, rows, durability, model_reason):
         if self.meta.consumer_mode == "assign":

@@ -208,6 +208,10 @@ class ModelResult:
         return self.rewrite_causes([partition], [offset], [t_read_ns])[0]
 
     def rewrite_causes(self, partition, offset, t_read_ns) -> np.ndarray:
+        windows = self.rewrite_windows(partition, offset, t_read_ns)
+        return np.array([None if w is None else f"the predicted {w.reason}" for w in windows], dtype=object)
+
+    def rewrite_windows(self, partition, offset, t_read_ns) -> np.ndarray:
         """A read (committed) position can hold another value later only if the record read there was in a piece a
         loss event removed: a loss window of the partition that began before the first read (the record existed
         then) and, where the high watermark was sampled, when it was not yet above the offset (a piece appended
@@ -219,7 +223,7 @@ class ModelResult:
             floor = self._hw_before(w.partition, w.start_ns)
             below = has_o & (o < floor) if floor is not None else np.zeros(len(p), dtype=bool)
             return has_p & (p == w.partition) & (~has_r | (w.start_ns <= r)) & ~below
-        return self._first_window(len(p), self._loss_windows(), hit, lambda w: f"the predicted {w.reason}")
+        return self._first_window(len(p), self._loss_windows(), hit, lambda w: w)
 
     def _hw_before(self, partition, t_ns) -> int | None:
         """The high watermark sampled last before t_ns, if within HW_SAMPLE_AGE_NS of it (None: no such sample; an

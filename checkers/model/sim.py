@@ -228,7 +228,12 @@ class _Sim(_Replication):
             chosen = f"{how} (broker {leader}, epoch {e})"
             election = Cause(f"election p{p} e{e}", t_el, f"the election of broker {leader} {how}, epoch {e}")
             for _, a, b in lacking:
-                self._blame(p, epoch, a, b, chosen, how == "uncleanly", cuts, election)
+                if a <= t_el:
+                    self._blame(p, epoch, a, min(b, t_el), chosen, how == "uncleanly", cuts, election)
+                if b > t_el:        # a zombie's: appended after the election, gone when it truncated to follow
+                    self._blame(p, epoch, max(a, t_el), b, chosen, how == "uncleanly", cuts,
+                                Cause(f"zombie p{p} e{epoch}", b, f"the epoch-{epoch} leader's writes after epoch {e} "
+                                      f"was elected, truncated when it followed the new leader"))
             pieces = _minus(pieces, [[epoch, a, b] for _, a, b in lacking]) if lacking else pieces
         for _, a, b in pieces:          # held by every leader yet gone: cut by a power loss, or a tail
             self._blame(p, epoch, a, b, part.epoch_reason.get(epoch + 1, "later"), False, final_cuts, None)
