@@ -50,6 +50,9 @@ class KnownDisagreement:
 class Cell:
     loss: str                    # NEVER or POSSIBLE (acknowledged writes)
     why: str                     # the rule, in one line
+    # A record a consumer read was below the high watermark, on every ISR member: only an unclean election or a
+    # page-cache loss can remove it (PartitionChangeBuilder.isValidNewLeader elects from the ISR/ELR otherwise).
+    read_loss: str = NEVER
     valid: bool = True
     exit_code: int = 0
     known_disagreements: tuple[KnownDisagreement, ...] = ()
@@ -62,6 +65,7 @@ class ScenarioFacts:
     moves_leaders: str | None    # why its faults can move a partition's leadership, None: they cannot
     modes: tuple[str, ...] = ("kraft", "zookeeper")
     power: str | None = None     # "all": every replica loses its page cache; "one": one replica at a time
+    still_in: tuple[str, ...] = ()   # metadata modes in which its faults move no leader after all
 
 
 def _facts(faults: str, moves: str | None, **kw) -> ScenarioFacts:
@@ -83,8 +87,10 @@ SCENARIOS: dict[str, ScenarioFacts] = {
     "two-brokers-pause": _facts("pause", "a paused leader is fenced and replaced; thawed, it acks as a zombie"),
     "controller-isolate": _facts("controller-isolate", "the brokers' sessions lapse at the cut controller: "
                                  "fenced, their partitions' leaders move"),
+    # KRaft: a restarted controller gives every unfenced broker a fresh contact time (ClusterControlManager.activate),
+    # so it fences nobody and no leader moves; ZooKeeper mode: the controller is a broker that leads partitions
     "controller-kill": _facts("controller-kill", "in ZooKeeper mode the controller is a broker that leads "
-                              "partitions; in KRaft the restarted controller may fence unanswered brokers"),
+                              "partitions", still_in=("kraft",)),
     "zookeeper-isolate": _facts("zookeeper-isolate", "brokers cut from ZooKeeper lose their sessions",
                                 modes=("zookeeper",)),
     "majority-minority": _facts("split", "the minority's leaders are fenced and replaced"),
@@ -111,34 +117,37 @@ def _version(version: str | None) -> tuple[int, ...]:
 def _acks_all_cell(facts: ScenarioFacts, p: Profile, version: str | None) -> Cell:
     if facts.power == "all":
         return Cell(POSSIBLE, "POWER: every replica keeps only what it fsync'ed; a committed record in page caches "
-                              "only is gone everywhere (isr-model.md §3 (c))")
+                              "only is gone everywhere (isr-model.md §3 (c))", read_loss=POSSIBLE)
     if facts.power == "one" and p.min_isr < 2:
         return Cell(POSSIBLE, "POWER: at min ISR 1 the leader may be the ISR alone, its power loss takes the "
-                              "committed tail no other replica holds (isr-model.md §3 (b))")
+                              "committed tail no other replica holds (isr-model.md §3 (b))", read_loss=POSSIBLE)
     if facts.power == "one" and _version(version) < (4, 1):
         return Cell(POSSIBLE, "POWER: before 4.1 a power-lost replica re-registers still in the ISR with a cut log "
-                              "and may be elected (isr-model.md §5, 4.1)")
+                              "and may be elected (isr-model.md §5, 4.1)", read_loss=POSSIBLE)
     if p.min_isr < 2 and p.unclean and facts.moves_leaders:
         return Cell(POSSIBLE, f"UNCLEAN: {facts.moves_leaders}; with min ISR 1 the leader may be alone in the ISR, "
-                              "its death elects an out-of-sync replica")
+                              "its death elects an out-of-sync replica", read_loss=POSSIBLE)
     return Cell(NEVER, "COMMITTED: acks=all is committed on every ISR member and a clean election picks one of "
                        "them" + ("" if p.min_isr >= 2 else "; at min ISR 1 a lone ISR leader's death leaves the "
                                                             "partition offline (no unclean election), not lossy"))
 
 
-def expected_cell(scenario: str, profile: Profile, version: str | None = None) -> Cell:
-    """Kafka's outcome of `scenario` under `profile` at `version` (None: the newest the harness runs)."""
+def expected_cell(scenario: str, profile: Profile, version: str | None = None, mode: str = "kraft") -> Cell:
+    """Kafka's outcome of `scenario` under `profile` at `version` (None: the newest the harness runs) in metadata
+    `mode`."""
     facts = SCENARIOS[scenario]
+    if mode in facts.still_in:
+        facts = ScenarioFacts(facts.faults, None, facts.modes, facts.power)
     if profile.acks == "all":
         return _acks_all_cell(facts, profile, version)
     if facts.power == "all":
-        return Cell(POSSIBLE, "POWER: every replica loses its unflushed tail")
+        return Cell(POSSIBLE, "POWER: every replica loses its unflushed tail", read_loss=POSSIBLE)
     if facts.moves_leaders is None:
         return Cell(NEVER, "LEADER_ONLY: an acks=1 write is lost only when its leader loses leadership before a "
                            "follower fetched it, and these faults move no leader (below session and lag times)")
     unclean = "; UNCLEAN: an out-of-sync replica may be elected too" if profile.unclean else ""
     return Cell(POSSIBLE, f"LEADER_ONLY: {facts.moves_leaders}, and the acked tail only its old leader held is "
-                          f"truncated{unclean}")
+                          f"truncated{unclean}", read_loss=POSSIBLE if profile.unclean or facts.power else NEVER)
 
 
 def runs_in(scenario: str, metadata_mode: str) -> bool:

@@ -52,6 +52,8 @@ def assert_outcome(verdict: dict, exit_code: int, cell: Cell, run_dir: Path) -> 
     where = f"in {run_dir} (expected: {cell.why})"
     assert verdict["valid"] is cell.valid and exit_code == cell.exit_code, \
         f"valid {verdict['valid']}, exit {exit_code}, violations {verdict['violations']} {where}"
+    if cell.read_loss == NEVER:
+        assert not verdict["anomalies"].get("lost_after_read", 0), f"records a consumer read were lost {where}"
     if cell.loss == NEVER:
         lost = {k: verdict["anomalies"].get(k, 0) for k in LOSS_KINDS}
         assert not any(lost.values()), f"acknowledged writes lost: {lost} {where}"

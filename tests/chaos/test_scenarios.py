@@ -43,4 +43,4 @@ def test_scenario(request, chaos_cluster, chaos_run, scenario, profile):
     assert verdict["counts"]["ok"] > 0, f"no write succeeded in {result.run_dir}"
     assert verdict["counts"]["final_reads"] > 0, f"the final drain read nothing in {result.run_dir}"
     version = json.loads((result.run_dir / "meta.json").read_text()).get("kafka_version")
-    assert_cell(result, scenario, expected_cell(scenario, profile, version))
+    assert_cell(result, scenario, expected_cell(scenario, profile, version, chaos_cluster.metadata_mode))
