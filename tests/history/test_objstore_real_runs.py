@@ -1,10 +1,10 @@
-"""Many runners, one check, on the stored real runs (KAFKA_CHAOS_REAL_RUNS, by default /work/realruns/r; skipped
-where they are not): copies uploaded into one prefix of the real local S3 server, `check s3://bucket/suite --force`
-on a standalone Spark cluster (its executors reading the bucket through s3a) re-checks them all in one job, with
-exactly the verdicts and anomaly rows of a local check of the same copies (local Spark, the same code) and each
-run's stored outcome (valid or not, violations, anomaly counts, send and read counts: the stored verdict.json files
-were written by an earlier checker, whose wording, newer kinds and model fixes differ); then `report --suite s3://...`
-writes the suite's index beside them."""
+"""Many runners, one check, on the stored real runs (KAFKA_CHAOS_REAL_RUNS, by default /work/realruns/r; where the
+machine has none, the run shipped in tests/data): copies uploaded into one prefix of the real local S3 server,
+`check s3://bucket/suite --force` on a standalone Spark cluster (its executors reading the bucket through s3a)
+re-checks them all in one job, with exactly the verdicts and anomaly rows of a local check of the same copies (local
+Spark, the same code) and each run's stored outcome (valid or not, violations, anomaly counts, send and read counts:
+the stored verdict.json files were written by an earlier checker, whose wording, newer kinds and model fixes
+differ); then `report --suite s3://...` writes the suite's index beside them."""
 from __future__ import annotations
 
 import json
@@ -20,17 +20,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafka_chaos.history import objstore
+from tests.chaos.shipped_run import real_runs_root
 from tests.checkers.spark_standalone import Standalone
 from tests.checkers.test_spark_cluster import DRIVER
 from tests.history.test_objstore import s3, server  # noqa: F401  (the fixtures: one real server per module)
-from tests.history.test_objstore_s3a import IGNORE, REAL_RUNS, s3a_ready  # noqa: F401
+from tests.history.test_objstore_s3a import IGNORE, s3a_ready  # noqa: F401
 
 pytestmark = [pytest.mark.objstore, pytest.mark.spark]
 BIN = Path(sys.executable).parent
 
 
-def stored_runs() -> list[Path]:
-    return sorted(p for p in REAL_RUNS.iterdir() if (p / "verdict.json").is_file()) if REAL_RUNS.is_dir() else []
+def stored_runs(tmp: Path) -> list[Path]:
+    """The machine's stored real runs, else the one shipped in tests/data (a copy)."""
+    where = real_runs_root(tmp)
+    return sorted(p for p in where.iterdir() if (p / "verdict.json").is_file()) if where.is_dir() else []
 
 
 def outcome(verdict: dict) -> tuple:
@@ -41,9 +44,8 @@ def outcome(verdict: dict) -> tuple:
 
 def test_the_stored_real_runs_rechecked_from_one_bucket_in_one_job_keep_their_verdicts(s3, s3a_ready,  # noqa: F811
                                                                                         tmp_path):
-    runs = stored_runs()
-    if len(runs) < 2:
-        pytest.skip(f"no stored real runs in {REAL_RUNS} (KAFKA_CHAOS_REAL_RUNS)")
+    runs = stored_runs(tmp_path / "stored")
+    assert runs, "no real runs: neither KAFKA_CHAOS_REAL_RUNS nor the shipped tests/data/real-runs"
     copies = tmp_path / "copies"                     # the stored runs are read, never written
     for run in runs:
         shutil.copytree(run, copies / run.name)
