@@ -48,28 +48,112 @@ its reads are one per record. Four kinds (docs/history.md, "Consumer groups"):
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 
+from kafka_chaos.checkers import excuses
+from kafka_chaos.checkers.excuses import NO_CLAIM, Cause, Claim, Times
+from kafka_chaos.checkers.group_kills import killed_holder, read_kills
 from kafka_chaos.checkers.instances import rows_frame
 from kafka_chaos.history import kinds
 
 GROUP_FILE = "history/group.parquet"
-FAULTS_FILE = "history/faults.parquet"
 GROUP_KINDS = kinds.judged_by(kinds.GROUPS)       # declared in history/kinds.py
-# How long a group member's loop may leave a record it was handed unwritten when it runs normally: it writes its
-# reads every flush interval (0.25 s, workloads/group_consumer.py and JavaGroupConsumer.java) between polls of at
-# most 0.1 s; 0.15 s more for the loop's own work. A member killed later than this after its own commit covering a
-# record had written what it was handed before that commit.
-UNFLUSHED_NS = 500_000_000
+CLAIM_COLUMNS = ["excuse", "cause_id", "cause_t_ns"]
+__all__ = ["find", "read_group", "read_kills", "destructive_cause", "GROUP_KINDS"]
+
+
+def _truncated_below_commit(cause: Cause, times: Times) -> bool:
+    """The loss came after the record at the committed offset's end existed and no later than the anomaly (the
+    re-read, or the lower commit's answer): the reset it caused came after it, the anomaly after the reset."""
+    if times.sent is None or cause.t_ns < times.sent:
+        return False
+    until = times.answered if times.answered is not None else times.read
+    return until is None or cause.t_ns <= until
+
+
+COMMITTED_OFFSET_TRUNCATED = excuses.rule(
+    "group.committed_offset_truncated", ("commit_backwards", "reread_below_commit"),
+    "an unclean election or power loss truncates the partition's log (UnifiedLog.truncateTo removes only what lies "
+    "above the truncation point when it happens): where that cut the records below the group's committed offset, "
+    "the committed offset is out of range and the consumer's auto.offset.reset (earliest, workloads/) starts over "
+    "from the log start (librdkafka rd_kafka_offset_reset, KafkaConsumer OFFSET_OUT_OF_RANGE), so the group reads "
+    "and commits below what it had committed",
+    "the last record the committed offset covered (offset committed-1, as the group read it) was appended in the "
+    "loss window, the loss came after it was sent and no later than the re-read or the lower commit's answer",
+    _truncated_below_commit)
+
+
+class Spans:
+    """The append span (send..ack, from history/sends.parquet joined by value) of the group's records, loaded only
+    for the values an excuse asks about (group anomalies are few; the sends file is large)."""
+
+    def __init__(self, live: pd.DataFrame, sends_file: Path | str | None):
+        self.live = live.sort_values("t_ns", kind="stable")
+        self.file = Path(sends_file) if sends_file is not None else None
+        self.known: dict[str, tuple[int, int | None]] = {}
+        self.asked: set[str] = set()
+
+    def _load(self, values) -> None:
+        want = {v for v in values if isinstance(v, str)} - self.asked
+        self.asked |= want
+        if not want or self.file is None or not self.file.exists():
+            return
+        import pyarrow.compute as pc
+        t = ds.dataset(str(self.file)).to_table(columns=["value", "outcome", "t_invoke_ns", "t_complete_ns"],
+                                                filter=pc.field("value").isin(sorted(want))).to_pandas()
+        for v, outcome, sent, done in t.sort_values("t_invoke_ns", kind="stable").itertuples(index=False):
+            if v not in self.known:
+                self.known[v] = (int(sent), int(done) if outcome == "ok" and pd.notna(done) else None)
+
+    def span(self, value, read_t: int | None = None) -> tuple[int, int] | None:
+        """[sent, acked] of `value`, the ack unknown: its first read `read_t` as the upper bound; None: unknown."""
+        self._load([value])
+        if value not in self.known:
+            return None
+        sent, acked = self.known[value]
+        hi = acked if acked is not None else read_t
+        return (sent, hi if hi is not None else sent)
+
+    def with_sends(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """`rows` with t_sent_ns and t_acked_ns of their value (NaN where the sends file lacks it)."""
+        self._load(rows["value"])
+        sent = [self.known.get(v, (None, None)) for v in rows["value"]]
+        return rows.assign(t_sent_ns=[s for s, _ in sent], t_acked_ns=[a for _, a in sent])
+
+    def loss_claim(self, model, partition: int, r) -> Claim | None:
+        """LOSS_EVENT for record `r` itself: its append span in a loss window whose cause came after it."""
+        first = self.live[self.live["value"] == r["value"]]["t_ns"]
+        span = self.span(r["value"], int(first.iloc[0]) if len(first) else int(r["t_ns"]))
+        return excuses.loss_claim(model, partition, *span) if span else None
+
+    def covered(self, partition: int, committed: int) -> tuple[int, int] | None:
+        """The append span of the last record a committed offset covers (offset committed-1, as the group first
+        read it)."""
+        at = self.live[(self.live["partition"] == partition) & (self.live["offset"] == committed - 1)]
+        return self.span(at["value"].iloc[0], int(at["t_ns"].iloc[0])) if len(at) else None
+
+
+def truncated_commit_claim(model, spans: Spans, partition: int, committed: int, answered: int | None = None,
+                           read: int | None = None) -> Claim | None:
+    """COMMITTED_OFFSET_TRUNCATED: a loss window holding the last record `committed` covered, its cause between
+    that record's send and the anomaly (`answered`: the lower commit's answer; `read`: the re-read)."""
+    span = spans.covered(partition, committed)
+    if model is None or span is None:
+        return None
+    loss = excuses.loss_claim(model, partition, *span)
+    if loss is None:
+        return None
+    return excuses.claim(COMMITTED_OFFSET_TRUNCATED, loss.cause,
+                         Times(sent=span[0], acked=span[1], read=read, answered=answered))
 
 
 def destructive_cause(model, partition: int) -> str | None:
-    """An unclean election or power loss the model predicts on the partition, if any (its reason)."""
+    """An unclean election or power loss the model predicts on the partition, if any (its reason). Not a cause of a
+    group anomaly (it ignores when the loss was and what it removed; kept for importers): see Spans.loss_claim."""
     if model is None:
         return None
     for w in model.risk:
@@ -154,94 +238,23 @@ def rereads(group_reads: pd.DataFrame, group: pd.DataFrame) -> pd.DataFrame:
     return again.assign(committed=committed)
 
 
-def killed_holder(r, group: pd.DataFrame, live: pd.DataFrame, kills: pd.DataFrame) -> str | None:
-    """Why skipped record `r` may be one a killed member received but never journaled (auto commit), or None."""
-    p, off = int(r["partition"]), int(r["offset"])
-    mine = group[(group["partition"] == p) & group["event"].isin(("assigned", "revoked"))].sort_values(
-        "t_ns", kind="stable")
-    for k in kills.itertuples(index=False):
-        late, unflushed = False, None        # a covering commit answered after the revocation; its own just before
-        before = mine[(mine["consumer"] == k.consumer) & (mine["t_ns"] <= k.t_ns)]
-        if before.empty:
-            continue
-        held_until = k.t_ns
-        if before["event"].iloc[-1] != "assigned":
-            # revoked before the kill: still its records if its own commit of p, after the revocation and before
-            # the kill, covered them (librdkafka commits the stored offsets on revoke, and the answer may come a
-            # second later: seen on 2026-11-27, c0 revoked from partition 1 at 5.22 s, its commit of 19795 at
-            # 6.24 s, killed at 6.36 s, having journaled up to 19294), or if its own commit answered while it held p
-            # came just before the kill (_unflushed_commit)
-            held_until = int(before["t_ns"].iloc[-1])
-            own = group[(group["consumer"] == k.consumer) & (group["partition"] == p) & (group["event"] == "commit")
-                        & (group["t_ns"] <= k.t_ns) & group["error"].isna() & (group["offset"] > off)]
-            late = bool((own["t_ns"] > held_until).any())
-            before = before[before["t_ns"] < held_until]
-            if before.empty or before["event"].iloc[-1] != "assigned":
-                continue
-            unflushed = _unflushed_commit(own, live, k, int(before["t_ns"].iloc[-1]), held_until)
-            if not late and unflushed is None and not _lost_commit(group, mine, p, held_until, off):
-                continue                               # the killed member neither held nor committed p then
-        since, start = int(before["t_ns"].iloc[-1]), before["offset"].iloc[-1]
-        got = live[(live["consumer"] == k.consumer) & (live["partition"] == p) & (live["t_ns"] >= since)]
-        low = int(got["offset"].max()) if len(got) else (int(start) - 1 if pd.notna(start) else -1)
-        after = mine[(mine["event"] == "assigned") & (mine["t_ns"] > held_until)]     # the next owner, first
-        if after.empty or pd.isna(after["offset"].iloc[0]) or not low < off < int(after["offset"].iloc[0]):
-            continue                                   # (its starting offset unknown: nothing can be excused)
-        if held_until == k.t_ns:
-            held = f"killed holding partition {p}"
-        elif unflushed is not None and not late:
-            held = (f"killed {(k.t_ns - unflushed) / 1e9:.2f} s after its own auto commit covering the record, "
-                    f"answered while it held partition {p}, with nothing journaled since (a member writes what it was "
-                    f"handed within {UNFLUSHED_NS / 1e9:.1f} s)")
-        else:
-            held = (f"killed {(k.t_ns - held_until) / 1e9:.2f} s after partition {p} was revoked from it (its commit "
-                    "on revoke covering the records" + ("" if late else ", answered after the kill") + ")")
-        return (f"consumer {k.consumer} was {held}, having journaled it up to offset {low}; "
-                f"the next owner started at the committed offset {int(after['offset'].iloc[0])}: auto commit "
-                "commits what librdkafka handed over (enable.auto.offset.store), journaled or not, so a killed "
-                "consumer's last records are delivered at most once (librdkafka CONFIGURATION.md)")
-    return None
-
-
-def _unflushed_commit(own: pd.DataFrame, live: pd.DataFrame, k, since: int, revoked: int) -> int | None:
-    """The time of the killed member's own successful commit covering the record, answered while it held the
-    partition (`since` to its revocation), at most UNFLUSHED_NS before the kill and with no read journaled by that
-    member after it: what it was handed before that commit may still have been in its journal's buffer. A real run
-    (2026-11-29, consumer-and-leader-kill, auto, seed 16): c0 journaled partition 2 up to 5631, its timer's auto
-    commit of 5683 was answered at -0.273 s, the rebalance revoked the partition 19 us later and the kill came at
-    0.000 s; the next owner started at 5683. Else None."""
-    during = own[(own["t_ns"] >= since) & (own["t_ns"] <= revoked) & (own["t_ns"] >= k.t_ns - UNFLUSHED_NS)]
-    if during.empty:
-        return None
-    at = int(during["t_ns"].max())
-    if ((live["consumer"] == k.consumer) & (live["t_ns"] > at) & (live["t_ns"] <= k.t_ns)).any():
-        return None         # it wrote its journal after that commit, and with it every record handed over before
-    return at
-
-
-def _lost_commit(group: pd.DataFrame, mine: pd.DataFrame, p: int, revoked: int, off: int) -> bool:
-    """Whether the owner of partition `p` after a revocation at `revoked` started at a committed offset above `off`
-    and above every successful commit of p journaled before it: a commit the history lacks. Every member journals
-    its commits' outcomes, so only a killed member's journal can lack one, and the partition's last holder was the
-    killed member: its commit of the offsets it stored, on revoke, answered after the kill. A real run (2026-11-28,
-    consumer-and-leader-kill, auto): c0 journaled partition 1 up to 6393 and committed 5699, was revoked at 6.11 s
-    and killed at 6.40 s; its replacement was assigned the partition at 17.06 s with the committed offset 6428."""
-    nxt = mine[(mine["event"] == "assigned") & (mine["t_ns"] > revoked)]
-    if nxt.empty or pd.isna(nxt["offset"].iloc[0]):
-        return False
-    start, assigned = int(nxt["offset"].iloc[0]), int(nxt["t_ns"].iloc[0])
-    journaled = group[(group["partition"] == p) & (group["event"] == "commit") & group["error"].isna()
-                      & (group["t_ns"] < assigned)]
-    return start > off and (journaled.empty or start > int(journaled["offset"].max()))
-
-
 def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFrame | None = None,
-         commit: str | None = None) -> pd.DataFrame:
+         commit: str | None = None, sends_file: Path | str | None = None) -> pd.DataFrame:
     """The group's anomaly instances, judged: kind, partition, offset, value, t_read_ns, t_complete_ns,
-    classification, reason. `kills`: the consumer_kill starts (consumer, t_ns); `commit`: meta's consumer_commit."""
+    classification, reason, and the excuse's claim (excuse, cause_id, cause_t_ns). `kills`: the consumer_kill
+    starts (group_kills.read_kills); `commit`: meta's consumer_commit; `sends_file`: history/sends.parquet, for
+    the append span (send..ack) of the records an excuse needs."""
     members = set(group["consumer"])
     live = reads[(reads["phase"] == "live") & reads["consumer"].isin(members)]
-    final = reads[reads["phase"] == "final"]
+    spans = Spans(live, sends_file)
+    out = _backwards_rows(group, model, commit, spans)
+    out += _skip_rows(group, live, reads[reads["phase"] == "final"], model, kills, commit, spans)
+    out += _reread_rows(group, live, model, spans)
+    return rows_frame(out, ["kind", "partition", "offset", "value", "t_read_ns", "t_complete_ns", "classification",
+                            "reason", *CLAIM_COLUMNS])
+
+
+def _backwards_rows(group, model, commit, spans: "Spans") -> list[dict]:
     out: list[dict] = []
     for _, r in commits_backwards(group).iterrows():
         if commit == "auto" and own_async_reorder(r, group):
@@ -268,59 +281,62 @@ def find(group: pd.DataFrame, reads: pd.DataFrame, model=None, kills: pd.DataFra
                                   "of that offset was answered before it); allowed: the committed offset did not go "
                                   "back, the answer reached its member late"})
             continue
-        out.append(_instance("commit_backwards", r, model, t_complete=int(r["t_commit"]),
+        c = truncated_commit_claim(model, spans, int(r["partition"]), int(r["before"]), answered=int(r["t_commit"]))
+        out.append(_instance("commit_backwards", r, c, t_complete=int(r["t_commit"]),
                              what=f"consumer {r['consumer']} committed offset {int(r['offset'])} of partition "
                                   f"{int(r['partition'])} after offset {int(r['before'])} had been committed",
                              rule="the coordinator accepts commits only from the current generation, whose owner "
                                   "starts at the committed offset (GroupCoordinator OffsetCommit: ILLEGAL_GENERATION; "
                                   "KIP-848: STALE_MEMBER_EPOCH)"))
-    for _, r in skipped(live, final).iterrows():
+    return out
+
+
+def _skip_rows(group, live, final, model, kills, commit, spans: "Spans") -> list[dict]:
+    out: list[dict] = []
+    for _, r in spans.with_sends(skipped(live, final)).iterrows():
         why = killed_holder(r, group, live, kills) if commit == "auto" and kills is not None and len(kills) else None
         if why:
+            held, c = why
             out.append({"kind": "group_skip", "partition": int(r["partition"]), "offset": int(r["offset"]),
                         "value": r["value"], "t_read_ns": None, "t_complete_ns": None, "classification": "allowed",
-                        "reason": f"partition {int(r['partition'])} offset {int(r['offset'])} was skipped; allowed: "
-                                  + why})
+                        "reason": f"partition {int(r['partition'])} offset {int(r['offset'])} was skipped: {held}; "
+                                  + c.reason()} | c.columns())
             continue
-        out.append(_instance("group_skip", r, model, value=r["value"],
+        c = spans.loss_claim(model, int(r["partition"]), r)
+        out.append(_instance("group_skip", r, c, value=r["value"],
                              what=f"partition {int(r['partition'])} offset {int(r['offset'])} is in the final drain, "
                                   "below offsets the group read, and no consumer of the group read it",
                              rule="records are journaled on receipt before any commit covers them: at-least-once "
                                   "(KafkaConsumer javadoc, 'Offsets and Consumer Position')"))
+    return out
+
+
+def _reread_rows(group, live, model, spans: "Spans") -> list[dict]:
+    out: list[dict] = []
     for _, r in rereads(live, group).iterrows():
         below = pd.notna(r["committed"]) and int(r["offset"]) < int(r["committed"])
         kind = "reread_below_commit" if below else "group_reread"
         what = (f"consumer {r['consumer']} read partition {int(r['partition'])} offset {int(r['offset'])} again"
                 + (f", below the committed offset {int(r['committed'])} it was assigned with" if below else
                    "" if pd.isna(r["committed"]) else f", at or above the committed offset {int(r['committed'])}"))
-        out.append(_instance(kind, r, model, value=r["value"], t_read=int(r["t_ns"]), what=what,
-                             rule="a partition's new owner starts at the committed offset (Kafka documentation, "
-                                  "'Consumer position')") if below else
-                   {"kind": kind, "partition": int(r["partition"]), "offset": int(r["offset"]), "value": r["value"],
+        if below:
+            c = truncated_commit_claim(model, spans, int(r["partition"]), int(r["committed"]), read=int(r["t_ns"]))
+            out.append(_instance(kind, r, c, value=r["value"], t_read=int(r["t_ns"]), what=what,
+                                 rule="a partition's new owner starts at the committed offset (Kafka documentation, "
+                                      "'Consumer position')"))
+            continue
+        out.append({"kind": kind, "partition": int(r["partition"]), "offset": int(r["offset"]), "value": r["value"],
                     "t_read_ns": int(r["t_ns"]), "t_complete_ns": None, "classification": "allowed",
                     "reason": what + "; allowed: at-least-once, the records after the last commit are delivered "
                                      "again after a rebalance"})
-    return rows_frame(out, ["kind", "partition", "offset", "value", "t_read_ns", "t_complete_ns", "classification",
-                            "reason"])
+    return out
 
 
-def _instance(kind, r, model, what: str, rule: str, value=None, t_read=None, t_complete=None) -> dict:
-    cause = destructive_cause(model, int(r["partition"]))
-    cls, why = ("allowed", f"; allowed: {cause}") if cause else ("violation", f"; {rule}")
+def _instance(kind, r, claim: Claim | None, what: str, rule: str, value=None, t_read=None, t_complete=None) -> dict:
+    cls, why = ("allowed", f"; {claim.reason()}") if claim else ("violation", f"; {rule}")
     return {"kind": kind, "partition": int(r["partition"]), "offset": int(r["offset"]), "value": value,
-            "t_read_ns": t_read, "t_complete_ns": t_complete, "classification": cls, "reason": what + why}
-
-
-def read_kills(run_dir: Path | str) -> pd.DataFrame:
-    """The consumer_kill fault starts of a run (consumer, t_ns): the members killed, and when."""
-    path = Path(run_dir) / FAULTS_FILE
-    rows = []
-    if path.exists():
-        for f in pd.read_parquet(path, columns=["t_ns", "action", "details"]).itertuples(index=False):
-            d = json.loads(f.details) if f.details else {}
-            if f.action == "start" and d.get("effect") == "consumer_kill":
-                rows.append({"consumer": d.get("consumer"), "t_ns": int(f.t_ns)})
-    return pd.DataFrame(rows, columns=["consumer", "t_ns"])
+            "t_read_ns": t_read, "t_complete_ns": t_complete, "classification": cls,
+            "reason": what + why} | (claim.columns() if claim else NO_CLAIM)
 
 
 def read_group(run_dir: Path | str) -> pd.DataFrame | None:

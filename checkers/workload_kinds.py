@@ -23,7 +23,8 @@ def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mode
                             columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
     extra = []
     if group is not None:
-        extra.append(groups.find(group, reads, model, groups.read_kills(run_dir), meta.extra.get("consumer_commit")))
+        extra.append(groups.find(group, reads, model, groups.read_kills(run_dir), meta.extra.get("consumer_commit"),
+                                  run_dir / "history/sends.parquet"))
     if txn_rows is not None:
         final = set(reads.loc[reads["phase"] == "final", "value"])
         extra.append(txns.find(txn_rows, final, meta.partitions, complete.incomplete, model))

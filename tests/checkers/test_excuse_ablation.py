@@ -96,6 +96,10 @@ ABLATIONS: dict[str, list[Ablation]] = {
     **{n: [Ablation(*a) for a in abl] for n, abl in test_txn_excuse_ablation.ABLATIONS.items()},
     "client_epoch_bump": [Ablation("duplicate", epoch_bump, ("cause later", "another producer"))],
     "setting": [Ablation("duplicate", without_idempotence, ("setting changed",))],
+    "group_skip.killed_holder": [Ablation("group_skip", importlib.import_module(
+        "tests.checkers.test_group_kill_checks").killed_holder_ablation, ("write after the cause", "another member"))],
+    "group.committed_offset_truncated": [Ablation("commit_backwards", importlib.import_module(
+        "tests.checkers.test_group_loss_excuse").truncated_commit, ("cause later", "anomaly before the cause"))],
 }
 
 

@@ -107,7 +107,9 @@ def test_records_below_the_groups_reads_that_no_member_read_are_skipped_for_good
     # offset 9 lies above everything the group read: not reached yet, not skipped
 
 
-def test_a_predicted_unclean_election_on_the_partition_allows_them(tmp_path):
+def test_a_predicted_unclean_election_on_the_partition_alone_no_longer_allows_them(tmp_path):
+    # issue 48: a loss anywhere on the partition's history excused every group anomaly; the excuse now needs the
+    # loss window to hold the records (tests/checkers/test_group_loss_excuse.py), which this history cannot show
     _, reads = frames([], [read("v0", offset=0, consumer="c0", t=1), read("v0", offset=0, consumer="c1", t=3),
                            read("v2", offset=2, consumer="c1", t=5),
                            read("v0", offset=0), read("v1", offset=1), read("v2", offset=2)])
@@ -117,7 +119,6 @@ def test_a_predicted_unclean_election_on_the_partition_allows_them(tmp_path):
     unclean = SimpleNamespace(risk=[SimpleNamespace(partition=0, reason="an unclean election of broker 2")])
     judged = find(group, reads, unclean)
     kinds = dict(zip(judged["kind"], judged["classification"]))
-    assert kinds == {"commit_backwards": "allowed", "group_skip": "allowed", "reread_below_commit": "allowed"}
+    assert kinds == {"commit_backwards": "violation", "group_skip": "violation", "reread_below_commit": "violation"}
+    assert destructive_cause(unclean, 0) == "an unclean election of broker 2"      # kept for its importers
     assert destructive_cause(unclean, 1) is None
-    strict = find(group, reads, SimpleNamespace(risk=[]))
-    assert set(strict["classification"]) == {"violation"}

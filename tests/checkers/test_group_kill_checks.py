@@ -4,9 +4,10 @@ not, so the records the killed member received after its last journal flush may 
 manual commit commits only what was journaled, so the same skip is a violation."""
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from kafka_chaos.history.schema import GROUP_SCHEMA
-from tests.checkers.conftest import fault, read, send, write_run
+from tests.checkers.conftest import MS, T, fault, read, send, write_run
 from tests.checkers.test_group_checks import checked, event
 
 KILL_MS = 1000
@@ -14,11 +15,12 @@ KILL_MS = 1000
 
 def killed_run(tmp_path, name, commit, c0_reads=(0, 1, 2, 3, 4), kill=True, c0_revoked_first=False, next_offset=7,
                c0_late_commit=None, between=None, c0_early_commit=None, early_ms=400, revoked_ms=500,
-               c0_reads_p1_at=None):
+               c0_reads_p1_at=None, sent_ms=None):
     """p0 holds v0..v9. c0 holds p0 and journals `c0_reads`; it is killed at 1 s (its auto commit had covered
     7); after its session expired, c1 is assigned p0 with committed offset 7 and reads 7..9. p1 holds w0, which c0
-    reads at `c0_reads_p1_at` ms if given."""
-    sends = [send(f"v{i}", offset=i, t=i) for i in range(10)] + [send("w0", partition=1, offset=0, t=10)]
+    reads at `c0_reads_p1_at` ms if given. v<i> is sent at i ms, or at `sent_ms[i]`."""
+    sends = [send(f"v{i}", offset=i, t=(sent_ms or {}).get(i, i)) for i in range(10)]
+    sends.append(send("w0", partition=1, offset=0, t=10))
     live = [("c0", o, 100 + o) for o in c0_reads] + [("c1", o, 12000 + o) for o in (7, 8, 9)]
     reads = [read(f"v{o}", offset=o, consumer=c, t=t) for c, o, t in live]
     if c0_reads_p1_at is not None:
@@ -191,3 +193,67 @@ def test_a_members_own_auto_commits_completing_out_of_order_are_allowed(tmp_path
                      ("other", {"commit": "auto", "other": True})):
         code, verdict, _ = checked(own_reorder_run(tmp_path, name, **kw))
         assert code == 1 and verdict["violations"] == {"commit_backwards": 1}, name
+
+
+# -- issue 48: a dead or revoked member is handed nothing more, so its commit covers only records sent before ------
+
+def sent_at(ms: int) -> dict[int, int]:
+    """The skipped records 5 and 6 sent at `ms`, the later ones 7..9 just after (sends stay in offset order)."""
+    return {5: ms, 6: ms, 7: ms + 1, 8: ms + 2, 9: ms + 3}
+
+
+def test_a_kill_excuse_names_the_consumer_kill_fault_row_and_its_time(tmp_path):
+    _, _, rows = checked(killed_run(tmp_path, "named", "auto"))
+    for r in skips(rows).values():
+        assert (r["excuse"], r["cause_id"], r["cause_t_ns"]) == ("group_skip.killed_holder", "f0", T + KILL_MS * MS)
+        assert "allowed by group_skip.killed_holder" in r["reason"]
+
+
+@pytest.mark.parametrize("sent, expected", [(KILL_MS - 1, "allowed"), (KILL_MS, "allowed"),
+                                            (KILL_MS + 1, "violation"), (KILL_MS + 500, "violation")])
+def test_records_first_sent_after_the_kill_of_their_holder_are_not_its_to_lose(tmp_path, sent, expected):
+    code, verdict, rows = checked(killed_run(tmp_path, f"sent-{sent}", "auto", sent_ms=sent_at(sent)))
+    assert {r["classification"] for r in skips(rows).values()} == {expected}
+    if expected == "violation":
+        assert code == 1 and verdict["violations"] == {"group_skip": 2}
+        assert all(r["excuse"] is None for r in skips(rows).values())
+
+
+@pytest.mark.parametrize("sent, expected", [(500, "allowed"), (501, "violation"), (900, "violation")])
+def test_records_first_sent_after_the_killed_members_revocation_are_not_its_to_lose(tmp_path, sent, expected):
+    # revoked at 500 ms and killed at 1 s: its lost commit on revoke (answered after the kill) covers only what it
+    # had been handed before the revocation
+    run = killed_run(tmp_path, f"revoked-{sent}", "auto", c0_revoked_first=True, sent_ms=sent_at(sent))
+    _, _, rows = checked(run)
+    assert {r["classification"] for r in skips(rows).values()} == {expected}
+
+
+@pytest.mark.parametrize("sent, expected", [(500, "allowed"), (501, "violation")])
+def test_a_commit_on_revoke_answered_late_covers_only_records_sent_before_the_revocation(tmp_path, sent, expected):
+    run = killed_run(tmp_path, f"late-{sent}", "auto", c0_revoked_first=True, c0_late_commit=7,
+                     sent_ms=sent_at(sent))
+    _, _, rows = checked(run)
+    assert {r["classification"] for r in skips(rows).values()} == {expected}
+
+
+@pytest.mark.parametrize("sent, expected", [(700, "allowed"), (701, "violation")])
+def test_an_own_commit_just_before_the_kill_covers_only_records_sent_before_its_answer(tmp_path, sent, expected):
+    # its commit of 7 answered at 700 ms, the revocation at 701 ms, the kill at 1 s
+    run = killed_run(tmp_path, f"own-{sent}", "auto", c0_revoked_first=True, c0_early_commit=7, early_ms=700,
+                     revoked_ms=701, sent_ms=sent_at(sent))
+    _, _, rows = checked(run)
+    assert {r["classification"] for r in skips(rows).values()} == {expected}
+
+
+def killed_holder_ablation(tmp_path, move):
+    """The ablation contract of test_excuse_ablation.py: c0 killed holding p0 at 1 s, the skipped records 5 and 6
+    sent before; moved: the records sent 0.2 s after the kill, or the kill of another member."""
+    sent = sent_at(KILL_MS + 200) if move == "write after the cause" else None
+    run = killed_run(tmp_path, move.replace(" ", "-"), "auto", sent_ms=sent)
+    if move == "another member":
+        faults = pq.read_table(run / "history/faults.parquet").to_pandas()
+        faults["details"] = faults["details"].str.replace('"consumer": "c0"', '"consumer": "c9"')
+        pq.write_table(pa.Table.from_pandas(faults, preserve_index=False), run / "history/faults.parquet")
+    _, _, rows = checked(run)
+    found = list(skips(rows).values())
+    return [r["classification"] for r in found], [r["excuse"] for r in found], [r["reason"] for r in found]
