@@ -129,7 +129,7 @@ class Judge:
         t_read, t_ack = rows["t_read_ns"], rows["t_complete_ns"]
         windows = self.model.committed_loss_windows(rows["partition"], t_read.fillna(t_ack), t_ack,
                                                     rows["t_invoke_ns"])
-        claims = window_claims(excuses.LOSS_EVENT, windows, rows["t_invoke_ns"].fillna(t_read.fillna(t_ack)))
+        claims = window_claims(excuses.LOSS_EVENT, windows, rows["t_invoke_ns"])
         has = claims != None    # noqa: E711 (elementwise)
         cause = np.full(len(rows), None, dtype=object)
         cause[has] = [f"{w.reason} (cause {c.cause.id})" for w, c in zip(windows[has], claims[has])]

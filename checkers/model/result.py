@@ -120,8 +120,12 @@ class ModelResult:
         (r, has_r), (a, has_a), (i, has_i) = _column(t_read_ns), _column(t_ack_ns), _column(t_invoke_ns)
         t_hi = np.where(has_r & has_a, np.minimum(r, a), np.where(has_r, r, a))
         t_lo = np.where(has_i, i, t_hi - REPLICATION_SLACK_NS)
+        # the first window whose event came after the record was sent (excuses.LOSS_EVENT): the replays' windows
+        # of one event stay apart (_merge keeps causes apart), so a later timing's may hold where an earlier's
+        # does not
         return self._first_window(len(p), self._loss_windows(), lambda w: (p == w.partition) & (w.start_ns <= t_hi)
-                                  & (t_lo <= w.end_ns) & (has_r | has_a), lambda w: w)
+                                  & (t_lo <= w.end_ns) & (has_r | has_a) & (~has_i | (i <= _cause_t(w))),
+                                  lambda w: w)
 
     def marker_loss_causes(self, partition, t_lo_ns, t_hi_ns) -> np.ndarray:
         """Per row, the loss window (Window, its `cause` named) that may hold a transaction marker appended on
@@ -162,7 +166,7 @@ class ModelResult:
         A loss on the partition whose lost span lies elsewhere in time removed other records, not this one
         (UnifiedLog.truncateTo removes what is above the truncation point when it happens)."""
         for w in self._loss_windows(partition):
-            if w.start_ns <= t_hi_ns and t_lo_ns <= w.end_ns:
+            if w.start_ns <= t_hi_ns and t_lo_ns <= w.end_ns and t_lo_ns <= _cause_t(w):
                 return w
         return None
 
@@ -286,6 +290,11 @@ class ModelResult:
         return {"lost": lost, "duplicates": "possible" if dup else "never",
                 "reordering": "possible" if reorder else "never",
                 "unavailable_windows": [[w.start_ns, w.end_ns, w.partition] for w in self.unavailable]}
+
+
+def _cause_t(w: Window) -> int:
+    """When the window's event happened (a window without a named cause: at its end, the latest it can be)."""
+    return w.cause.t_ns if w.cause is not None else w.end_ns
 
 
 def _column(values) -> tuple[np.ndarray, np.ndarray]:

@@ -74,15 +74,20 @@ def _minus(log: list, truth: list) -> list:
 
 
 
+def _cause_key(w: Window) -> tuple:
+    return (w.cause is not None, w.cause.t_ns if w.cause else 0, w.cause.id if w.cause else "")
+
+
 def _merge(windows: list[Window]) -> list[Window]:
-    """Join windows of one partition, acks and reason that touch or overlap."""
+    """Join windows of one partition, acks, reason and cause that touch or overlap. Windows of different causes stay
+    apart: the same election in the recorded and late replays happens at two times, and an excuse's timing is
+    checked against the cause's own (checkers.excuses)."""
     out: list[Window] = []
-    for w in sorted(windows, key=lambda w: (w.partition, w.acks, w.reason, w.start_ns)):
+    for w in sorted(windows, key=lambda w: (w.partition, w.acks, w.reason, _cause_key(w), w.start_ns)):
         last = out[-1] if out else None
-        if last and (last.partition, last.acks, last.reason) == (w.partition, w.acks, w.reason) \
+        if last and (last.partition, last.acks, last.reason, last.cause) == (w.partition, w.acks, w.reason, w.cause) \
                 and w.start_ns <= last.end_ns + TICK_NS:
-            out[-1] = Window(w.partition, last.start_ns, max(last.end_ns, w.end_ns), w.acks, w.reason,
-                             last.cause or w.cause)
+            out[-1] = Window(w.partition, last.start_ns, max(last.end_ns, w.end_ns), w.acks, w.reason, w.cause)
         else:
             out.append(w)
     return sorted(out, key=lambda w: (w.start_ns, w.partition))

@@ -69,7 +69,9 @@ def reprocessed_input(tmp_path, move):
     from tests.checkers.conftest import MS, T
 
     txns, reads, eos_meta = eos_history(transactions=60, partitions=6, processors=3, per_partition=2, live=False)
-    start = T + (70 if move == "write after the cause" else 13) * S * MS
+    # after the cause: after the latest election any replay places (the late one unfences broker 2 at 95 s,
+    # RESTART_UNFENCE_NS after its restart) and before the second copy
+    start = T + (97 if move == "write after the cause" else 13) * S * MS
     for col in ("t_begin_ns", "t_commit_ns", "t_end_ns"):
         txns[col] = txns[col] - T0 + start
         txns.loc[57, col] = txns.at[57, col] - start + T + 100 * S * MS      # e0's transaction 19
