@@ -87,6 +87,29 @@ COMMITTED_OFFSET_TRUNCATED = excuses.rule(
     _truncated_below_commit)
 
 
+OWN_REORDER = excuses.rule(
+    "commit_backwards.own_reorder", ("commit_backwards",),
+    "the coordinator validates a commit's member and generation (ClassicGroup.validateOffsetCommit, "
+    "ConsumerGroup.validateOffsetCommit) and then replaces the stored offset whatever it was "
+    "(OffsetMetadataManager.commitOffset): a current member's background auto commits may complete out of order",
+    "the higher commit is the same member's, answered before the lower one, with no revocation of the partition and "
+    "no other member assigned it at another offset in between", lambda cause, times: True)
+
+STORED_FIRST = excuses.rule(
+    "commit_backwards.stored_before_assignment", ("commit_backwards",),
+    "a new owner is assigned the stored committed offset (OffsetMetadataManager.fetchOffsets): assigned the lower "
+    "commit's offset, the lower commit had been stored before the higher one, and only its answer came late",
+    "the higher commit's member was assigned the lower offset before the lower commit's answer, no other commit of "
+    "that offset was answered before it, and no owner was assigned the lower offset after the higher commit's answer",
+    lambda cause, times: True)
+
+
+def _higher_commit(r) -> Cause:
+    """The cause of an order excuse: the higher commit, by its member and answer time."""
+    return Cause(f"commit {r['before_by']} {int(r['before_t'])}", int(r["before_t"]),
+                 f"consumer {r['before_by']}'s commit of {int(r['before'])}")
+
+
 class Spans:
     """The append span (send..ack, from history/sends.parquet joined by value) of the group's records, loaded only
     for the values an excuse asks about (group anomalies are few; the sends file is large)."""
@@ -191,8 +214,8 @@ def stored_before_assignment(r, group: pd.DataFrame) -> int | None:
     p, offset = r["partition"], int(r["offset"])
     assigned = group[(group["consumer"] == r["before_by"]) & (group["partition"] == p)
                      & (group["event"] == "assigned") & (group["t_ns"] < r["before_t"])]
-    if assigned.empty:
-        return None
+    if assigned.empty or _assigned_with(group, p, offset, after=r["before_t"]):
+        return None         # an owner assigned the lower offset after the higher commit's answer: it did go back
     last = assigned.sort_values("t_ns", kind="stable").iloc[-1]
     if pd.isna(last["offset"]) or int(last["offset"]) != offset or not last["t_ns"] < r["t_commit"]:
         return None
@@ -208,7 +231,20 @@ def own_async_reorder(r, group: pd.DataFrame) -> bool:
         return False
     revoked = group[(group["consumer"] == r["consumer"]) & (group["partition"] == r["partition"])
                     & (group["event"] == "revoked") & (group["t_ns"] > r["before_t"]) & (group["t_ns"] < r["t_commit"])]
-    return revoked.empty
+    # Another member assigned the partition before the lower commit's answer started at the offset stored then: a
+    # successful lower commit was processed before that assignment (ClassicGroup.validateOffsetCommit /
+    # ConsumerGroup.validateOffsetCommit fence the old generation or member epoch once the group moved on), so that
+    # member must have been assigned the lower offset; assigned another, the committed offset went back under it.
+    others = group[(group["consumer"] != r["consumer"]) & (group["partition"] == r["partition"])
+                   & (group["event"] == "assigned") & (group["t_ns"] > r["before_t"]) & (group["t_ns"] < r["t_commit"])]
+    moved_on = others["offset"].notna() & (others["offset"] != int(r["offset"]))
+    return revoked.empty and not moved_on.any()
+
+
+def _assigned_with(group: pd.DataFrame, p, offset: int, after) -> bool:
+    """Some member was assigned partition p with `offset` committed after time `after`."""
+    return bool(((group["partition"] == p) & (group["event"] == "assigned") & (group["t_ns"] > after)
+                 & (group["offset"] == offset)).any())
 
 
 def skipped(group_reads: pd.DataFrame, final: pd.DataFrame) -> pd.DataFrame:
@@ -267,7 +303,7 @@ def _backwards_rows(group, model, commit, spans: "Spans") -> list[dict]:
                                   "member and generation only and then replaces the offset whatever it was "
                                   "(OffsetMetadataManager.commitOffset / updateOffset), and librdkafka's background "
                                   "auto commits may complete out of order (one sent again after the coordinator "
-                                  "moved)"})
+                                  "moved)", **Claim(OWN_REORDER, _higher_commit(r)).columns()})
             continue
         if (stored := stored_before_assignment(r, group)) is not None:
             out.append({"kind": "commit_backwards", "partition": int(r["partition"]), "offset": int(r["offset"]),
@@ -279,7 +315,8 @@ def _backwards_rows(group, model, commit, spans: "Spans") -> list[dict]:
                                   f"committed, which then committed {int(r['before'])}: the coordinator had stored it "
                                   "before that assignment (a new owner is assigned the stored offset; no other commit "
                                   "of that offset was answered before it); allowed: the committed offset did not go "
-                                  "back, the answer reached its member late"})
+                                  "back, the answer reached its member late",
+                        **Claim(STORED_FIRST, _higher_commit(r)).columns()})
             continue
         c = truncated_commit_claim(model, spans, int(r["partition"]), int(r["before"]), answered=int(r["t_commit"]))
         out.append(_instance("commit_backwards", r, c, t_complete=int(r["t_commit"]),

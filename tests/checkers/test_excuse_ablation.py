@@ -15,6 +15,7 @@ import kafka_chaos.checkers as checkers_pkg
 from kafka_chaos.checkers import excuses
 from tests.checkers import test_txn_excuse_ablation
 from tests.checkers.conftest import fault, read, send, write_run
+from tests.checkers.test_group_commit_order import own_reorder_ablation, stored_first_ablation
 from tests.checkers.test_nonmonotonic_excuse import unclean_truncation
 from tests.checkers.test_verdict_truth import S, checked, meta, steady_samples, with_times
 
@@ -96,6 +97,9 @@ ABLATIONS: dict[str, list[Ablation]] = {
     **{n: [Ablation(*a) for a in abl] for n, abl in test_txn_excuse_ablation.ABLATIONS.items()},
     "client_epoch_bump": [Ablation("duplicate", epoch_bump, ("cause later", "another producer"))],
     "setting": [Ablation("duplicate", without_idempotence, ("setting changed",))],
+    "commit_backwards.own_reorder": [Ablation("commit_backwards", own_reorder_ablation, ("another owner",))],
+    "commit_backwards.stored_before_assignment": [
+        Ablation("commit_backwards", stored_first_ablation, ("lower offset assigned later",))],
     "group_skip.killed_holder": [Ablation("group_skip", importlib.import_module(
         "tests.checkers.test_group_kill_checks").killed_holder_ablation, ("write after the cause", "another member"))],
     "group.committed_offset_truncated": [Ablation("commit_backwards", importlib.import_module(
