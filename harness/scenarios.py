@@ -110,6 +110,18 @@ def with_consumer_kill(fault: str, **args) -> Callable[[float], Schedule]:
     return build
 
 
+def leader_churn(duration_s: float) -> Schedule:
+    """One churn of chaos/0's leadership from 15% of the run: one change every 5 s or so over 40% of it (at least
+    3 changes), each a kill -9, a controlled shutdown or a preferred-leader election of/away from whoever leads.
+    A killed leader is replaced only when its session lapses (6 s in a chaos cluster) and a change waits for an ISR
+    member besides the leader, so a change may take longer than its slot (none begins later than 10 s after the
+    window); the heal (every broker running, chaos/0's ISR whole again) comes at 75% of the run at the earliest."""
+    within = round(duration_s * 0.4, 3)
+    changes = max(3, int(within // 5))
+    return once(round(duration_s * 0.15, 3), spec("leader-churn", topic=TOPIC, changes=changes, within_s=within),
+                duration_s * 0.6)
+
+
 def two_brokers_pause(duration_s: float) -> Schedule:
     """librdkafka#4134's loop: brokers 1 and 2 of 3 frozen (docker pause) for 45 s, longer than the producers'
     30 s delivery timeout, then thawed for 20 s; repeated. The first pause starts at 10 s."""
@@ -160,6 +172,9 @@ CATALOG: dict[str, Scenario] = {s.name: s for s in [
              reassign_under_fire, duration_s=60.0, cluster_overrides={"brokers": 4}),
     Scenario("two-brokers-pause", "freeze brokers 1 and 2 of 3 (docker pause) for 45 s, past the producers' 30 s "
              "delivery timeout, thaw them for 20 s; repeated (librdkafka#4134)", two_brokers_pause, duration_s=150.0),
+    Scenario("leader-churn", "several leader changes of chaos/0 in quick succession: a seeded mix of kill -9 and "
+             "restart of whoever leads, controlled shutdown and start, and preferred-leader elections; then every "
+             "broker back in the ISR", leader_churn),
     Scenario("controller-isolate", "cut the active controller from every node, heal; repeated",
              cycles("controller-isolate")),
     Scenario("controller-kill", "kill -9 the active controller (ZooKeeper mode: the controller broker), restart "

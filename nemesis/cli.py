@@ -43,6 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--link", default="all", choices=("all", "client", "replication", "fetches"),
                    help="link-*: which links of the target brokers (default all)")
     p.add_argument("--rate-kbps", type=int, default=64, help="link-bandwidth: KB/s each way (default 64)")
+    p.add_argument("--changes", type=int, default=6, help="leader-churn: leader changes (default 6)")
+    p.add_argument("--within", type=float, default=30.0,
+                   help="leader-churn: seconds the changes are spread over (default 30)")
     p.add_argument("--duration", type=float, help="hold the fault S seconds, then heal it (default: leave it on)")
     p.set_defaults(func=_cmd_nemesis)
 
@@ -73,7 +76,8 @@ def _cmd_nemesis(args) -> int:
             targets=args.target, topic=args.topic, partition=args.partition, seed=args.seed,
             probability=args.probability, peers=args.peers, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms,
             interval_s=args.interval, damage_file=args.damage_file, damage_mode=args.damage_mode,
-            cpus=args.cpus, link=args.link, rate_kbps=args.rate_kbps))
+            cpus=args.cpus, link=args.link, rate_kbps=args.rate_kbps,
+            changes=args.changes, within_s=args.within))
     from kafka_chaos.cluster.kafka_cluster import KafkaCluster
 
     cluster = KafkaCluster.attach(args.name)

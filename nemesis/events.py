@@ -1,7 +1,7 @@
 """Fault events: one per start and per heal, the rows of history/faults.parquet (see docs/history.md).
 
 `details["effect"]` is the vocabulary the ISR model reads: kill, stop, pause, net, loss, latency, power_loss, damage,
-slow, reassign, link;
+slow, reassign, link, elect;
 consumer_kill (a workload process, not a node) is for the consumer-group checks.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Callable
 EFFECTS = ("kill", "stop", "pause", "net", "loss", "latency", "power_loss", "damage")
 EFFECTS += ("slow", "reassign")      # CPU-starved nodes, a moved replica set
 EFFECTS += ("link",)                 # a toxic on links through the link proxy (nemesis/links.py)
+EFFECTS += ("elect",)                # a preferred-leader election asked of the controller (nemesis/process.py)
 EFFECTS += ("consumer_kill",)        # a consumer-group member's process killed (no node: the model ignores it)
 EFFECTS += ("consumer_pause",)       # a group member's process frozen (SIGSTOP; no node: the model ignores it)
 CLIENT = "client"        # the workload host in a drop pair

@@ -43,6 +43,8 @@ class FaultArgs:
     cpus: float = 0.01                 # slow: the CPU share left (0.01 = 1% of one core)
     link: str = "all"                  # link-*: which links of the target (all | client | replication | fetches)
     rate_kbps: int = 64                # link-bandwidth: KB/s each way
+    changes: int = 6                   # leader-churn: leader changes
+    within_s: float = 30.0             # leader-churn: the seconds they are spread over
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class FaultType:
     description: str
     build: Callable[[FaultArgs], Fault]
     takes_target: bool = True
+    check: Callable[[FaultArgs], None] | None = None     # bad arguments: UsageError when a plan names the fault
 
 
 def _target(a: FaultArgs, default: Target) -> Target:
@@ -99,6 +102,11 @@ _TYPES = [
               lambda a: process.ProcessFault("kill", AllBrokers(), "all-kill"), takes_target=False),
     FaultType("rolling-restart", "clean restart of each broker in turn, waiting for a full ISR in between",
               lambda a: process.RollingRestart(), takes_target=False),
+    FaultType("leader-churn", "--changes leader changes of TOPIC/PARTITION within --within seconds, each a seeded "
+              "pick of kill -9 + restart of whoever leads, controlled shutdown + start, or a preferred-leader "
+              "election; heal starts any broker still down and waits until the partition's ISR is whole",
+              lambda a: process.LeaderChurn(a.topic, a.partition, a.changes, a.within_s, a.seed), takes_target=False,
+              check=lambda a: process.check_churn(a.changes, a.within_s)),
     FaultType("cascade-kill", "kill TOPIC/PARTITION's followers one by one, then its leader; heal restarts the "
               "first-killed (out-of-sync) follower first",
               lambda a: process.CascadeKill(a.topic, a.partition, a.interval_s), takes_target=False),
@@ -223,6 +231,13 @@ def fault_type(name: str) -> FaultType:
         return REGISTRY[canonical(name)]
     except KeyError:
         raise UsageError(f"unknown fault '{name}'", f"see `kafka-chaos nemesis list`; known: {', '.join(REGISTRY)}")
+
+
+def check(name: str, args: FaultArgs) -> None:
+    """UsageError where `args` are no arguments fault `name` can run with (a plan's or a schedule file's step)."""
+    t = fault_type(name)
+    if t.check is not None:
+        t.check(args)
 
 
 def build(name: str, args: FaultArgs | None = None) -> Fault:

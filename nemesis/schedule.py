@@ -33,6 +33,7 @@ class FaultSpec:
 
     def __post_init__(self):
         object.__setattr__(self, "name", registry.fault_type(self.name).name)   # an old spelling -> today's name
+        registry.check(self.name, self.args)
 
     def build(self, seed: int) -> Fault:
         return registry.build(self.name, self.args if self.args.targets else replace(self.args, seed=seed))

@@ -149,7 +149,7 @@ class FaultEffect:
     t_ns: int
     action: str                  # start | heal
     effect: str                  # kill | stop | pause | net | loss | latency | power_loss | damage | slow | reassign
-    #                              | link
+    #                              | link | elect
     nodes: tuple[int, ...]
     drops: tuple[tuple, ...] = ()
     probability: float = 1.0
@@ -160,6 +160,7 @@ class FaultEffect:
     moves: tuple = ()               # reassign: (replicas before, replicas after) the start row's move
     links: tuple = ()               # link: the slowed links, (follower, leader) or ("client", broker)
     row: int | None = None          # its row in history/faults.parquet: the cause id `f<row>` (checkers.excuses)
+    preferred: int | None = None    # elect: the preferred replica a preferred-leader election was asked to elect
 
     @property
     def cause_id(self) -> str:
@@ -175,11 +176,12 @@ class FaultEffect:
         moves = (tuple(int(n) for n in d["from"]), tuple(int(n) for n in d["to"])) if "to" in d else ()
         part = d.get("partition")
         links = tuple((_node(s), _node(t)) for s, t in d.get("links", ())) if d.get("effect") == "link" else ()
+        preferred = int(d["preferred"]) if d.get("effect") == "elect" and d.get("preferred") is not None else None
         return cls(t_ns=int(t_ns), action=action, effect=str(d.get("effect", "")), fault=fault,
                    nodes=tuple(int(n) for n in nodes), drops=drops,
                    probability=float(d.get("probability", 1.0)), applied_ns=int(applied) if applied else None,
                    damaged=damaged, partition=int(part) if part is not None else None, moves=moves, links=links,
-                   row=row)
+                   row=row, preferred=preferred)
 
 
 

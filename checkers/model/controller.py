@@ -203,6 +203,27 @@ class _Controller(_ZooKeeperMode, _State):
         if leader is None and self.cfg.unclean_honoured and ok:
             leader, how = ok[0], "uncleanly"
             part.isr, part.elr = [leader], []
+        self._install(p, part, t, leader, how)
+
+    def _preferred_election(self, p: int, preferred: int | None, t: int, cause: str):
+        """A preferred-leader election asked of the controller (effect `elect`, leader-churn): the preferred replica
+        leads if it is a valid new leader, acceptable (registered, unfenced, not in controlled shutdown) and in the
+        ISR; otherwise the current leader stays, and the controller answers PREFERRED_LEADER_NOT_AVAILABLE
+        (PartitionChangeBuilder.electPreferredLeader and ReplicationControlManager.electLeader, 4.1.0: a change
+        that elects nobody new is refused). A clean election: the new leader holds every committed write, and an
+        acks=1 tail of the old leader it had not fetched is truncated when the old leader follows (KIP-101)."""
+        part = self.parts[p]
+        if preferred is None or part.leader == preferred or preferred not in part.isr or self.controller is None \
+                or not self._live_replica(preferred) or preferred not in part.logs:
+            self.events.append({"t_ns": t, "event": "preferred election refused", "partition": p,
+                                "preferred": preferred})
+            return
+        self._install(p, part, t, preferred, "from the ISR", f"from the ISR (a preferred-leader election, {cause})")
+
+    def _install(self, p: int, part: _Partition, t: int, leader, how: str, why: str | None = None):
+        """`leader` leads partition p from t (None: offline), chosen `how`; `why` (default `how`) is what the
+        epoch's reason and a loss's cause say of it."""
+        why = why or how
         old_leader = part.leader
         part.leader = leader
         if leader is None:
@@ -211,8 +232,8 @@ class _Controller(_ZooKeeperMode, _State):
             return
         part.last_known = None          # maybeUpdateLastKnownLeader clears it once the partition has a leader
         part.epoch += 1
-        part.epoch_reason[part.epoch] = f"{how} (broker {leader}, epoch {part.epoch})"
-        part.elections.append((part.epoch, t, how, leader, [list(s) for s in part.logs[leader]],
+        part.epoch_reason[part.epoch] = f"{why} (broker {leader}, epoch {part.epoch})"
+        part.elections.append((part.epoch, t, why, leader, [list(s) for s in part.logs[leader]],
                                list(part.cuts.get(leader, ()))))
         part.logs[leader].append([part.epoch, t, t])
         part.caught_up = {r: t for r in part.isr}

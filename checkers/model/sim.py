@@ -32,6 +32,8 @@ class _Sim(_Replication):
                 self.slow[n] = start
         elif f.effect == "link":
             self._apply_links(i, f, start)
+        elif f.effect == "elect" and start and f.partition in self.parts:
+            self._preferred_election(f.partition, f.preferred, t, f.cause_id)
         elif f.effect == "reassign" and f.moves and f.partition in self.parts:
             self._reassign(f.partition, list(f.moves[1] if start else f.moves[0]), t)
         elif f.effect in ("net", "loss"):
@@ -200,11 +202,13 @@ class _Sim(_Replication):
 
     def _applying_until(self, t: int) -> int:
         """A process fault (kill, stop, pause) takes effect somewhere in [t_ns, applied_ns]: a controlled shutdown
-        in particular moves leadership seconds after it began, and the old leader acks acks=1 writes until then.
+        in particular moves leadership seconds after it began, and the old leader acks acks=1 writes until then;
+        so does a preferred-leader election (effect `elect`), done once the controller has answered.
         The model ends an epoch at t_ns; a write acked up to applied_ns may be that epoch's lost tail."""
         end = t
         for f in self.faults:
-            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss", "damage") and f.applied_ns \
+            if f.action == "start" and f.effect in ("kill", "stop", "pause", "power_loss", "damage", "elect") \
+                    and f.applied_ns \
                     and f.t_ns - TICK_NS <= t <= f.applied_ns + TICK_NS:
                 end = max(end, f.applied_ns)
         return end

@@ -85,6 +85,10 @@ SCENARIOS: dict[str, ScenarioFacts] = {
     "link-slow": _facts("link-slow", None),      # 200 ms: below the 6 s session and the 5 s lag time
     "reassign-under-fire": _facts("kill partition-reassign leader-kill", LEADER_KILLED),
     "two-brokers-pause": _facts("pause", "a paused leader is fenced and replaced; thawed, it acks as a zombie"),
+    # a kill -9 or controlled shutdown of the leader, or a preferred-leader election (a clean one, from the ISR:
+    # PartitionChangeBuilder.electPreferredLeader): each moves leadership, an acks=1 tail the new leader lacks is
+    # truncated (KIP-101), acks=all is on it
+    "leader-churn": _facts("leader-churn", "its changes kill, stop or elect away chaos/0's leader"),
     "controller-isolate": _facts("controller-isolate", "the brokers' sessions lapse at the cut controller: "
                                  "fenced, their partitions' leaders move"),
     # KRaft: a restarted controller gives every unfenced broker a fresh contact time (ClusterControlManager.activate),

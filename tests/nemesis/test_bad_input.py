@@ -68,3 +68,18 @@ def test_faults_and_scenarios_name_the_target_first():
     verbs = ("kill", "stop", "pause", "isolate")
     for name in list(registry.REGISTRY) + list(CATALOG):
         assert not any(name.startswith(f"{v}-") for v in verbs), name
+
+
+@pytest.mark.parametrize("changes, within, says", [(0, 30.0, "--changes 0"), (-2, 30.0, "--changes -2"),
+                                                   (6, 0.0, "--within 0.0"), (6, -5.0, "--within -5.0")])
+def test_leader_churn_needs_at_least_one_change_and_a_positive_window(changes, within, says):
+    with pytest.raises(UsageError, match=says) as e:
+        registry.build("leader-churn", FaultArgs(changes=changes, within_s=within))
+    assert e.value.remedy.startswith("pass e.g.")
+
+
+def test_a_plan_naming_leader_churn_with_bad_arguments_fails_when_it_is_written():
+    from kafka_chaos.nemesis.schedule import spec
+
+    with pytest.raises(UsageError, match="--changes 0"):
+        spec("leader-churn", changes=0)

@@ -47,3 +47,10 @@ def test_fault_without_duration_stays_until_nemesis_heal(cluster, capsys):
     assert main(["nemesis", "heal", "--name", name]) == 0
     assert "no rule of ours left" in capsys.readouterr().out
     assert_no_rules_of_ours(cluster)
+
+
+@pytest.mark.parametrize("flag, value", [("--changes", "0"), ("--within", "0"), ("--within", "-3")])
+def test_bad_churn_arguments_exit_2_before_attaching(capsys, flag, value):
+    assert main(["nemesis", "leader-churn", flag, value, "--name", "no-such-cluster"]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {value}" in err.replace(".0", "") and "remedy" in err
