@@ -22,15 +22,16 @@ import pyarrow.parquet as pq
 
 from kafka_chaos.base import exits
 from kafka_chaos.base.errors import HarnessError, UsageError
-from kafka_chaos.checkers import availability, clients, reference, stall_cause
+from kafka_chaos.checkers import availability, clients, reference, replica_audit, stall_cause
 from kafka_chaos.checkers.client import ClientVoids, client_voids, may_void, out_of_order
 from kafka_chaos.checkers.completeness import completeness
 from kafka_chaos.checkers.findings import Findings
+from kafka_chaos.checkers.judge.rules import judge
+from kafka_chaos.checkers.judge.verdict_file import build_verdict
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, observed, run_model
 from kafka_chaos.checkers.model.windows import intersect_windows
 from kafka_chaos.checkers.outputs import write_outputs
 from kafka_chaos.checkers.timings import timed
-from kafka_chaos.checkers.verdict import build_verdict, judge
 from kafka_chaos.checkers.workload_kinds import with_workload_kinds
 from kafka_chaos.history.controller_log import fatal_faults, fenced_times, fencing_events, unfence_times
 from kafka_chaos.history.layout import is_run_dir, run_dirs, sends_path
@@ -236,6 +237,8 @@ def judge_run(meta: RunMeta, model: ModelResult, samples: pd.DataFrame, found, s
     if run_dir is not None:
         judged = with_workload_kinds(Path(run_dir), judged, meta, model, complete)
     verdict = build_verdict(meta, judged, found.counts, model, complete, available, disagreements)
+    if run_dir is not None:
+        verdict["replica_audit"] = replica_audit.status(run_dir, meta.extra.get("replica_audit"), judged)
     whole = clients.WholeRun(found.counts, found.acks, stalls) if found.acks else None
     if run_dir is not None and (per_client := clients.compare_run(sends_path(run_dir), judged, meta, predicted,
                                                                   settings.stall_threshold_s, why, whole)):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from kafka_chaos.checkers.judge.verdict_file import anomalies_table
 from kafka_chaos.checkers.timings import Timings, timed
-from kafka_chaos.checkers.verdict import anomalies_table
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ read_committed reader, and after an abort none is (KIP-98, "Transactional Messag
 writes the markers to every partition of the transaction, TransactionCoordinator / TransactionMarkerChannelManager).
 The read of an aborted write needs no new kind: its send is journaled `fail` with error `_TXN_ABORTED`, so a
 read_committed consumer that sees it shows up as `failed_read`, a violation unless the transaction's ABORT marker
-was lost (ABORT_MARKER_LOST, judged in checkers/verdict.py). This module adds `txn_incomplete` (one instance per
+was lost (ABORT_MARKER_LOST, judged in checkers/judge/rules.py). This module adds `txn_incomplete` (one instance per
 transaction): a committed transaction some of whose values the final drain of a completed partition lacks. A
 violation unless a loss event the model predicts removed them: a loss window of a missing value's partition that
 covers the records' append span (excuses.LOSS_EVENT), or the span in which the transaction's COMMIT marker was

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VERDICT = "checkers/verdict.py"
+VERDICT = "checkers/judge/rules.py"
 GROUPS = "checkers/groups.py"
 TXNS = "checkers/txns.py"
 EOS = "checkers/eos.py"
 LSO = "checkers/lso.py"
+REPLICAS = "checkers/replica_audit.py"
 UNCLEAN = "no unclean election or power loss the model predicts removed it"
 EOS_EXCUSE = "unless a loss window the model predicts on a partition involved holds what the transactions involved " \
     "appended, from their begin to their markers' deadline (a lost output: its records or COMMIT marker; an aborted " \
@@ -43,7 +44,7 @@ class Kind:
     definition: str
     violation_when: str    # "never" for kinds that are counted, not judged
     judged_by: str
-    rule: str | None = None        # the judge's rule (checkers/verdict.py Judge._<rule>); None: judged elsewhere
+    rule: str | None = None        # the judge's rule (checkers/judge/rules.py Judge._<rule>); None: judged elsewhere
     because: str | None = None     # the fixed reason of a kind the rule "always" makes a violation
     describe: str | None = None    # the fixed words for one instance (None: the judge builds them from the row)
     marker: tuple[str, str] | None = None   # the report's figure marker: (plotly symbol, colour)
@@ -181,6 +182,20 @@ KINDS: dict[str, Kind] = {
         "always (the reason names the open transaction's producer id when the brokers name it, the release's "
         "KIP-890 rules, and a predicted unclean election or power loss whose window held the stuck transaction's "
         "records, if any)", LSO),
+    "replica_divergence": Kind(
+        "stretch of offsets", "two replicas of a partition, both in its ISR at the end-of-run replica audit, hold "
+        "different records (value digest, leader epoch, producer id, producer epoch, sequence, control flag, a "
+        "failing batch CRC) or one lacks a record the other holds, at consecutive offsets below the partition's high "
+        "watermark (history/replicas.parquet, read from each replica's own segment files)",
+        "always, on every release and setting, unclean election included: followers append the leader's batches "
+        "as they are, the high watermark advances only past what every ISR member fetched "
+        "(Partition.maybeIncrementLeaderHW), and a diverged follower truncates to the leader's epoch end offset "
+        "before it fetches (KIP-101, KIP-279)", REPLICAS, marker=("hexagram", "#b71c1c")),
+    "replica_difference": Kind(
+        "stretch of offsets, or partition", "replicas that differ where Kafka promises nothing: at or above the high "
+        "watermark, on a replica outside the ISR, in the ISR members' leader-epoch checkpoints (a leader assigns "
+        "its epoch on election even if it appends nothing), or a replica the audit could not read",
+        "never (counted)", REPLICAS),
 }
 
 

@@ -49,7 +49,7 @@ def test_a_deliberate_upward_import_breaks_the_contract(tmp_path):
 
 
 def test_a_report_that_imports_the_checkers_breaks_the_independence_of_the_middle_row(tmp_path):
-    result = lint_a_copy_with(tmp_path, "report/page.py", "from kafka_chaos.checkers import verdict")
+    result = lint_a_copy_with(tmp_path, "report/page.py", "from kafka_chaos.checkers.judge import rules")
     assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
 
 

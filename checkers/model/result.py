@@ -1,4 +1,4 @@
-"""What the model predicts for a run, and the questions the judge (checkers.verdict) asks of it."""
+"""What the model predicts for a run, and the questions the judge (checkers.judge) asks of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -101,7 +101,7 @@ class ModelResult:
         valid = valid[valid >= 0]
         return int(valid.min()) if i >= 0 and len(valid) else None
 
-    # -- what the judge asks (checkers.verdict) ----------------------------------------------------------------
+    # -- what the judge asks (checkers.judge) ----------------------------------------------------------------
     # Each question is asked of many writes at once (arrays, None or <NA> where a value is unknown), one pass per
     # loss window; the one-write form is the same question on one row. Several windows may match: the first one in
     # `risk` gives the reason, as a scan of the windows would.
@@ -198,7 +198,7 @@ class ModelResult:
         it, as durability() would class such a write at risk. A loss elsewhere (a follower's power loss, an
         unclean election whose leader held the write, one minutes later) voids nothing. The reason per row, or
         with `windows` the Window itself (its `cause` names the event, for the judge's claim). A nonmonotonic send
-        is judged by the earlier send it was acked below instead (verdict.truncated_earlier_claims)."""
+        is judged by the earlier send it was acked below instead (judge.earlier_sends.truncated_earlier_claims)."""
         (p, has_p), (t, _), (c, has_c) = _column(partition), _column(t_ns), _column(t_complete_ns)
         t_hi = np.where(has_c, c, t + IDEMPOTENCE_HORIZON_NS)
 

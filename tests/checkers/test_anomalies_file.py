@@ -5,7 +5,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from kafka_chaos.checkers.instances import rows_frame
-from kafka_chaos.checkers.verdict import anomalies_table
+from kafka_chaos.checkers.judge.verdict_file import anomalies_table
 
 T = 1_795_695_538_122_145_281          # a nanosecond time of 2026, odd: no double holds it
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from kafka_chaos.checkers import excuses
+from kafka_chaos.checkers.judge.claims import claim_columns, window_claims
 from kafka_chaos.checkers.model.windows import Cause, Window
-from kafka_chaos.checkers.verdict import claim_columns, window_claims
 from tests.checkers.conftest import MS, T, fault, read, send, write_run
 from tests.checkers.test_verdict_truth import S, checked, meta, steady_samples, with_times
 

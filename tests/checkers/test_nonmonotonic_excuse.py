@@ -1,18 +1,19 @@
 """An idempotent producer's `nonmonotonic_send` (acked below its previous send to the partition) is excused only by a
 loss event that removed that EARLIER send: its send..ack span in the loss window of an unclean election or power
-loss that came after it was sent and no later than the later send's ack (verdict.EARLIER_SEND_TRUNCATED). A loss
-window around the later send alone, or an election after the later ack, excuses nothing (issue 48)."""
+loss that came after it was sent and no later than the later send's ack (EARLIER_SEND_TRUNCATED in
+checkers/judge/earlier_sends.py). A loss window around the later send alone, or an election after the later ack,
+excuses nothing."""
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from kafka_chaos.checkers.client import EARLIER_LOOKBACK_NS, ClientVoids, earlier_sends
+from kafka_chaos.checkers.judge.rules import judge
 from kafka_chaos.checkers.model import ModelResult
 from kafka_chaos.checkers.model.config import ModelConfig
 from kafka_chaos.checkers.model.windows import Cause, Window
 from kafka_chaos.checkers.reference import find_anomalies
-from kafka_chaos.checkers.verdict import judge
 from kafka_chaos.history.meta import RunMeta
 from kafka_chaos.history.schema import SENDS_SCHEMA
 from tests.checkers.conftest import MS, T, fault, frames, read, send, write_run

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from kafka_chaos.checkers.completeness import Completeness
+from kafka_chaos.checkers.judge.rules import Judge, judge
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, Window
 from kafka_chaos.checkers.model.windows import Cause
-from kafka_chaos.checkers.verdict import Judge, judge
 from kafka_chaos.history.meta import RunMeta
 
 S = 1_000_000_000

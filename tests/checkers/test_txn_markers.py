@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from kafka_chaos.checkers.completeness import Completeness
+from kafka_chaos.checkers.judge.markers import commit_marker_claims
+from kafka_chaos.checkers.judge.rules import Judge, judge
 from kafka_chaos.checkers.model import ModelConfig, ModelResult, Window
 from kafka_chaos.checkers.model.windows import Cause
-from kafka_chaos.checkers.verdict import Judge, commit_marker_claims, judge
 from kafka_chaos.history.meta import RunMeta
 
 S = 1_000_000_000

@@ -41,7 +41,7 @@ def test_a_stale_page_is_found(tmp_path):
 
 def test_the_anomaly_declarations_cover_exactly_the_kinds_the_code_finds_and_judges():
     from kafka_chaos.checkers.groups import GROUP_KINDS
-    from kafka_chaos.checkers.verdict import RULE_OF_KIND
+    from kafka_chaos.checkers.judge.rules import RULE_OF_KIND
     from kafka_chaos.history.kinds import GROUPS, KINDS, TXNS, VERDICT
     from kafka_chaos.history.schema import ANOMALY_KINDS
 

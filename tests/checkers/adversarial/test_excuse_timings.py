@@ -4,8 +4,9 @@ truncation, not on the election before them. Each beside a counter-case where th
 import pandas as pd
 import pytest
 
-from kafka_chaos.checkers import instances, verdict
+from kafka_chaos.checkers import instances
 from kafka_chaos.checkers.completeness import Completeness
+from kafka_chaos.checkers.judge import rules
 from kafka_chaos.checkers.model import FaultEffect
 from kafka_chaos.history.meta import RunMeta
 from tests.checkers.adversarial.scenarios import CONTROLLER, T0, at, cut, kraft, proc, replay
@@ -25,7 +26,7 @@ def lost_after_read(sent_s: float, read_s: float):
 
 
 def judged(model, rows):
-    cls, why, claims = verdict.Judge(_meta(), model, Completeness(1)).committed_lost(rows, "committed")
+    cls, why, claims = rules.Judge(_meta(), model, Completeness(1)).committed_lost(rows, "committed")
     return cls[0], why[0], claims[0]
 
 

@@ -1,4 +1,4 @@
-"""Judge anomaly instances with the ISR model: which are violations, and the verdict.json of a run.
+"""Judge anomaly instances with the ISR model: which are violations (verdict_file writes the verdict).
 
 The finders (Spark or the pandas reference) only say what happened; this module says whether Kafka's own rules
 permitted it (docs/history.md, "Judgement"):
@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from kafka_chaos.base.arrays import filled
-from kafka_chaos.checkers import availability, excuses, instances, txns
-from kafka_chaos.checkers.client import ClientVoids, earlier_sends, epoch_bumps_between
+from kafka_chaos.checkers import availability, excuses, instances
+from kafka_chaos.checkers.client import ClientVoids, epoch_bumps_between
 from kafka_chaos.checkers.completeness import Completeness
-from kafka_chaos.checkers.excuses import Claim, Times, claim, loss_claim, rule
+from kafka_chaos.checkers.judge.claims import claim_columns, no_claims, window_claims
+from kafka_chaos.checkers.judge.earlier_sends import truncated_earlier_sends
+from kafka_chaos.checkers.judge.markers import abort_marker_claims, commit_marker_claims, marker_reasons
 from kafka_chaos.checkers.model import ModelResult
-from kafka_chaos.checkers.reference import Counts
 from kafka_chaos.history.kinds import KINDS
 from kafka_chaos.history.meta import RunMeta
-from kafka_chaos.history.schema import ANOMALIES_SCHEMA, ANOMALY_KINDS
 
 LOST_KINDS = ("lost", "lost_after_read")
 # Violations proven without the final drain (from the samples): a run holding one is invalid even where the drain is
@@ -141,36 +140,40 @@ class Judge:
         """(classification, reason suffix) of the anomalies of one kind, by the rule for it (docs/history.md)."""
         name = RULE_OF_KIND.get(rows["kind"].iloc[0])
         if name is None:
-            return filled(len(rows), "allowed"), filled(len(rows), "; counted, not an anomaly"), _no_claims(rows)
+            return filled(len(rows), "allowed"), filled(len(rows), "; counted, not an anomaly"), no_claims(rows)
         out = getattr(self, name)(rows, durability, model_reason)
-        return out if len(out) == 3 else (*out, _no_claims(rows))
+        return out if len(out) == 3 else (*out, no_claims(rows))
 
     def _lost(self, rows, durability, model_reason):
         read = rows["t_read_ns"].notna().to_numpy()
-        committed = self.committed_lost(rows, "a consumer read it, so it was committed")
+        committed = self._committed_where(rows, read, "a consumer read it, so it was committed")
         reason = _str(model_reason)
-        marker = self.marker_lost(rows)
+        markers = commit_marker_claims(self.model, self.meta, rows)
+        marker = marker_reasons(markers)
         guaranteed = (durability == "guaranteed") & (marker == None)    # noqa: E711 (elementwise)
-        windows = rows[RISK_WINDOW].to_numpy(dtype=object) if RISK_WINDOW in rows else _no_claims(rows)
+        windows = rows[RISK_WINDOW].to_numpy(dtype=object) if RISK_WINDOW in rows else no_claims(rows)
         at_risk = window_claims(excuses.MODEL_RISK, windows, rows["t_invoke_ns"])
         return _pick(read, committed[0], _pick(guaranteed, "violation", "allowed")), _pick(
             read, committed[1], _pick(guaranteed, "; the model classed it guaranteed: " + reason +
                                       self.unpredicted(rows), _pick(marker == None, "; at risk: " + reason,  # noqa
                                                                     "; allowed: " + _str(marker)))), \
-            _pick(read, committed[2], _pick(marker == None, at_risk,    # noqa: E711 (elementwise)
-                                            commit_marker_claims(self.model, self.meta, rows)))
+            _pick(read, committed[2], _pick(marker == None, at_risk, markers))    # noqa: E711 (elementwise)
+
+    def _committed_where(self, rows, read: np.ndarray, why: str):
+        """committed_lost of the `read` rows only (the others' entries are None): an unread lost write is judged by
+        its durability, so its loss windows need not be looked up."""
+        out = [np.full(len(rows), None, dtype=object) for _ in range(3)]
+        if read.any():
+            for o, part in zip(out, self.committed_lost(rows[read], why)):
+                o[read] = part
+        return out
 
     def marker_lost(self, rows) -> np.ndarray:
         """For a transactional producer's committed record: why its COMMIT marker may be gone (commit_marker_claims:
         a loss window that holds the marker's append), as a reason; None elsewhere. A transactional record is
         visible only with its marker (KIP-98); without it the partition's next marker from the same producer ends
         the transaction (an ABORT: read as aborted) or nothing does (lso_stuck)."""
-        claims = commit_marker_claims(self.model, self.meta, rows)
-        out = np.full(len(rows), None, dtype=object)
-        for i in np.flatnonzero(claims != None):    # noqa: E711 (elementwise)
-            out[i] = "its transaction's COMMIT marker, appended after its records and its ack, may be missing on " \
-                     "the elected replica: " + claims[i].reason()
-        return out
+        return marker_reasons(commit_marker_claims(self.model, self.meta, rows))
 
     def _lost_after_read(self, rows, durability, model_reason):
         return self.committed_lost(rows, "committed (a consumer read it)")
@@ -236,7 +239,7 @@ class Judge:
         cause[explained] = [f"the predicted {w.reason} (cause {c.cause.id})" for w, c in
                             zip(windows[explained], loss[explained])]
         risky = window_claims(excuses.MODEL_RISK, rows[RISK_WINDOW].to_numpy(dtype=object) if RISK_WINDOW in rows
-                              else _no_claims(rows), rows["t_invoke_ns"])
+                              else no_claims(rows), rows["t_invoke_ns"])
         cls = _pick(at_risk | explained, "allowed", "violation")
         why = _pick(at_risk, "; allowed: the write at its acked offset was at risk: " + _str(model_reason),
                     _pick(explained, "; explained by " + _str(cause),
@@ -262,106 +265,6 @@ class Judge:
                 why.append(note + "; Kafka promises no availability bound (set --max-stall to require one)")
         bound = "--max-stall unset" if self.max_stall_s is None else f"--max-stall {self.max_stall_s:g} s"
         return np.array(cls, dtype=object), np.array(why, dtype=object), filled(len(cls), self.setting_claim(bound))
-
-
-def _transactional(meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:
-    """Rows of a transactional producer's sends (a replacement processor "<name>-r<n>" is its slot's)."""
-    names = {p.get("name") for p in meta.producers if p.get("transactional")}
-    if not names or not len(rows):
-        return np.zeros(len(rows), dtype=bool)
-    base = rows["producer"].astype(object).map(lambda n: str(n).split("-r")[0] if n is not None else None)
-    return base.isin(names).to_numpy(dtype=bool)
-
-
-def _known(*cols) -> np.ndarray:
-    return np.logical_and.reduce([c.notna().to_numpy(dtype=bool) for c in cols])
-
-
-def commit_marker_claims(model: ModelResult, meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:
-    """Per `lost` row, txns.COMMIT_MARKER_LOST's Claim (None: none). The marker's append span: from the record's ack
-    (the commit came after the flush) to the markers' deadline after the latest the commit can have been taken,
-    transaction.timeout.ms plus the abort interval after the transaction began (a longer one is aborted,
-    TransactionStateManager.timedOutTransactions; it began before this record)."""
-    out = np.full(len(rows), None, dtype=object)
-    at = np.flatnonzero(_transactional(meta, rows) & _known(rows["partition"], rows["t_complete_ns"]))
-    if not len(at):
-        return out
-    part = rows["partition"].to_numpy()[at].astype(np.int64)
-    ack = rows["t_complete_ns"].to_numpy()[at].astype(np.int64)
-    answered = txns.latest_commit_ns(meta.extra, ack)
-    out[at] = txns.marker_claims(txns.COMMIT_MARKER_LOST, model, part, ack, model.markers_written_by(part, answered))
-    return out
-
-
-def abort_marker_claims(model: ModelResult, meta: RunMeta, rows: pd.DataFrame) -> np.ndarray:
-    """Per `failed_read` row, txns.ABORT_MARKER_LOST's Claim (None: none). A transactional producer's `fail` send
-    is `_TXN_ABORTED` (docs/history.md); its completion is journaled once abort_transaction returned, so the
-    coordinator had sent the ABORT markers by then: the marker's append span is from the send to the markers'
-    deadline after that (ModelResult.markers_written_by)."""
-    out = np.full(len(rows), None, dtype=object)
-    at = np.flatnonzero(_transactional(meta, rows) & _known(rows["partition"], rows["t_invoke_ns"],
-                                                            rows["t_complete_ns"]))
-    if not len(at):
-        return out
-    part = rows["partition"].to_numpy()[at].astype(np.int64)
-    sent = rows["t_invoke_ns"].to_numpy()[at].astype(np.int64)
-    done = rows["t_complete_ns"].to_numpy()[at].astype(np.int64)
-    out[at] = txns.marker_claims(txns.ABORT_MARKER_LOST, model, part, sent, model.markers_written_by(part, done),
-                                 rows["t_read_ns"].to_numpy()[at])
-    return out
-
-
-def _between_the_earlier_send_and_this_ack(cause, times: Times) -> bool:
-    """times.sent: the earlier send's invocation; times.acked: this send's ack. The truncation removed the earlier
-    write, so it came after that write existed, and this write was appended above the cut, so before its ack."""
-    return times.sent is not None and times.acked is not None and times.sent <= cause.t_ns <= times.acked
-
-
-EARLIER_SEND_TRUNCATED = rule(
-    "nonmonotonic_send.earlier_send_truncated", ("nonmonotonic_send",),
-    "an unclean election or a power loss removed the producer's earlier acked write: the other replicas truncate "
-    "to the elected log (UnifiedLog.truncateTo, AbstractFetcherThread.truncateToEpochEndOffsets, KIP-101), and the "
-    "elected leader, whose producer state is rebuilt from its own log, accepts the producer's next batch (a new "
-    "epoch from sequence 0, or any sequence without state: ProducerAppendInfo.checkSequence) at its lower log end "
-    "offset; idempotence orders what the log keeps, not offsets the election gave away",
-    "the earlier send's send..ack span meets the loss window, whose cause came after that send was invoked and no "
-    "later than this send's ack", _between_the_earlier_send_and_this_ack)
-
-
-def truncated_earlier_sends(model, sends_file, rows: pd.DataFrame, idempotent: np.ndarray):
-    """(Claim|None, reason|None) per nonmonotonic_send row: whether the idempotent producer's earlier send it was
-    acked below was truncated away first (truncated_earlier_claims), that send read from sends_file."""
-    earlier = earlier_sends(sends_file, rows[idempotent]).reindex(rows.index)
-    claims = truncated_earlier_claims(model, rows, earlier)
-    reasons = np.array([None if c is None else earlier_send_reason(c, e) for c, e in
-                        zip(claims, earlier.itertuples())], dtype=object)
-    return claims, reasons
-
-
-def truncated_earlier_claims(model, rows: pd.DataFrame, earlier: pd.DataFrame) -> np.ndarray:
-    """Per nonmonotonic_send row, the claim (Claim|None) that the producer's earlier send to the partition, the
-    one it was acked below (`earlier`: client.earlier_sends' columns aligned with rows), was removed by a loss
-    event before this send was acked: LOSS_EVENT's window must hold the earlier send (excuses.loss_claim), then
-    EARLIER_SEND_TRUNCATED's timing must hold for the pair. The later send's own span proves nothing: it was
-    appended after the cut."""
-    out = np.full(len(rows), None, dtype=object)
-    has = (earlier["t_invoke_ns"].notna() & earlier["t_complete_ns"].notna() & rows["partition"].notna()
-           & rows["t_complete_ns"].notna()).to_numpy(dtype=bool)
-    for i in np.flatnonzero(has):                       # a run has a few such rows
-        sent, acked = int(earlier["t_invoke_ns"].iloc[i]), int(earlier["t_complete_ns"].iloc[i])
-        pair = Times(sent=sent, acked=int(rows["t_complete_ns"].iloc[i]))
-        for timing in (model, *model.alternatives):     # either timing Kafka allows may have made the election
-            lost = loss_claim(timing, int(rows["partition"].iloc[i]), sent, acked)
-            out[i] = claim(EARLIER_SEND_TRUNCATED, lost.cause, pair) if lost is not None else None
-            if out[i] is not None:
-                break
-    return out
-
-
-def earlier_send_reason(c: Claim, earlier) -> str:
-    """The claim's reason, naming the earlier send it rests on."""
-    return f"its earlier send (op {earlier.op_id}, acked at offset {earlier.offset}) lay in the loss window; " \
-           + c.reason()
 
 
 def _constant(rows: pd.DataFrame, classification: str, why: str):
@@ -413,48 +316,6 @@ def judge(instances: pd.DataFrame, meta: RunMeta, model: ModelResult, complete: 
     return out.drop(columns=[RISK_WINDOW])
 
 
-def window_claims(r: excuses.Rule, windows: np.ndarray, sent) -> np.ndarray:
-    """Per row, the Claim of rule `r` blaming its window's cause (None: no window, or the timing refused): one Claim
-    per window, shared by the rows it holds for; the timing is checked per row against the row's send time."""
-    out = np.full(len(windows), None, dtype=object)
-    has = np.asarray(windows != None, dtype=bool)    # noqa: E711 (elementwise)
-    if not has.any():
-        return out
-    sent = pd.array(np.asarray(sent, dtype=object) if not isinstance(sent, pd.Series) else sent, dtype="Int64")
-    known = ~np.asarray(sent.isna(), dtype=bool)
-    t = np.asarray(sent.fillna(0), dtype=np.int64)
-    at = np.flatnonzero(has)
-    codes, _ = pd.factorize(np.fromiter(map(id, windows[at]), dtype=np.int64, count=len(at)))
-    for code, first in zip(*np.unique(codes, return_index=True)):
-        w = windows[at[first]]
-        cause = w.cause or excuses.Cause(f"window p{w.partition} {w.start_ns}..{w.end_ns}", w.end_ns, w.reason)
-        rows = at[codes == code]
-        ok = r.holds_for_sends(cause, t[rows], known[rows])
-        out[rows[ok]] = excuses.Claim(r, cause)
-    return out
-
-
-def _no_claims(rows) -> np.ndarray:
-    return np.full(len(rows), None, dtype=object)
-
-
-def claim_columns(claims: np.ndarray) -> tuple[np.ndarray, np.ndarray, pd.Series]:
-    """excuse, cause_id and cause_t_ns of each row from its Claim (None: no excuse). The rows a window excuses share
-    one Claim object: the columns are built per distinct claim and spread by code."""
-    n = len(claims)
-    excuse, cause_id, t = np.full(n, None, dtype=object), np.full(n, None, dtype=object), np.zeros(n, dtype=np.int64)
-    has = np.asarray(claims != None, dtype=bool)    # noqa: E711 (elementwise)
-    at = np.flatnonzero(has)
-    if len(at):
-        some = claims[at]
-        codes, _ = pd.factorize(np.fromiter(map(id, some), dtype=np.int64, count=len(some)))
-        firsts = some[np.unique(codes, return_index=True)[1]]       # the claim of each code, in code order
-        excuse[at] = np.array([c.rule.name for c in firsts], dtype=object)[codes]
-        cause_id[at] = np.array([c.cause.id for c in firsts], dtype=object)[codes]
-        t[at] = np.array([int(c.cause.t_ns) for c in firsts], dtype=np.int64)[codes]
-    return excuse, cause_id, pd.Series(pd.arrays.IntegerArray(t, ~has), dtype="Int64")
-
-
 def _joined(words: np.ndarray, why: np.ndarray) -> np.ndarray:
     """words + why elementwise; one shared string where both are the same on every row (a kind with fixed words
     and one reason, such as recovered: 5M rows at 100M anomaly-dense sends, each given a new ~150-character
@@ -464,63 +325,3 @@ def _joined(words: np.ndarray, why: np.ndarray) -> np.ndarray:
     return words + why
 
 
-def anomalies_table(judged: pd.DataFrame) -> pa.Table:
-    """anomalies.parquet's table. Integer columns go through pandas' nullable integers: a float dtype that reached
-    here (a concat of Int64 with float64 gives Float64) would be stored as such in the pandas metadata, and readers
-    would fail to cast nanosecond times back (beyond 2^53)."""
-    cols = {f.name: judged[f.name] if f.name in judged else pd.Series(None, index=judged.index, dtype=object)
-            for f in ANOMALIES_SCHEMA}
-    ints = {f.name: "Int32" if f.type == pa.int32() else "Int64" for f in ANOMALIES_SCHEMA
-            if pa.types.is_integer(f.type)}
-    frame = pd.DataFrame(cols, copy=False).astype({"durability": object, "classification": object, "reason": object,
-                                                   "excuse": object, "cause_id": object, **ints}, copy=False)
-    return pa.Table.from_pandas(frame, schema=ANOMALIES_SCHEMA, preserve_index=False)
-
-
-def _timed(disagreement: dict, start_ns: int | None) -> dict:
-    """A disagreement with its time in seconds from the run's start (`t_s`), for `check`'s lines and the report."""
-    if not start_ns or disagreement.get("t_ns") is None:
-        return disagreement
-    return {**disagreement, "t_s": round((int(disagreement["t_ns"]) - int(start_ns)) / 1e9, 3)}
-
-
-def build_verdict(meta: RunMeta, judged: pd.DataFrame, counts: Counts, model: ModelResult,
-                  complete: Completeness | None = None, available: dict | None = None,
-                  disagreements: list[dict] = ()) -> dict:
-    complete = complete or Completeness(meta.partitions)
-    available = available or availability.summary([], meta.partitions, None, availability.DEFAULT_THRESHOLD_S,
-                                                   None)
-    per_kind = judged["kind"].astype(object).value_counts()
-    anomalies = {k: int(per_kind.get(k, 0)) for k in ANOMALY_KINDS}
-    violating = judged[judged["classification"] == "violation"]
-    violations = {k: int(v) for k, v in violating["kind"].value_counts().items() if v}
-    lost = judged[judged["kind"] == "lost"]
-    if complete.status == "incomplete" and not set(violations) & set(DRAIN_INDEPENDENT):
-        valid, status = None, "incomplete"
-    else:
-        valid = not violations
-        status = "valid" if valid else "invalid"
-    return {
-        "run_id": meta.run_id,
-        "valid": valid,
-        "status": status,
-        "incomplete": complete.as_dict(),
-        "anomalies": anomalies,
-        "violations": violations,
-        "counts": counts.as_dict(),
-        "unavailable": available["unavailable_share"],
-        "availability": available,
-        "predicted": model.predictions(),
-        "observed": {"lost": len(lost), "lost_at_risk": int((lost["durability"] == "at_risk").sum()),
-                     "lost_guaranteed": int((lost["durability"] == "guaranteed").sum()),
-                     "lost_after_read": anomalies["lost_after_read"],
-                     "duplicate": anomalies["duplicate"], "nonmonotonic_send": anomalies["nonmonotonic_send"],
-                     "unavailable": available["unavailable_share"], "stalled_s": available["stalled_s"],
-                     "longest_stall_s": available["longest_s"]},
-        "model_disagreements": [_timed(d, meta.start_ns) for d in list(disagreements)[:1000]],
-        "model": {**model.config.as_dict(),
-                  "risk_windows": [[w.start_ns, w.end_ns, w.partition, list(w.acks), w.reason]
-                                   for w in model.risk[:1000]],
-                  "events": model.events[:1000]},
-        "meta": {"scenario": meta.scenario, "seed": meta.seed, "command": meta.command},
-    }
