@@ -1,13 +1,14 @@
 """The kinds a workload's own history files add to a run's judged rows: the consumer group's (checkers/groups.py,
 group.parquet), the transactional producer's (checkers/txns.py, txns.parquet), the exactly-once processors'
-(checkers/eos.py, eos.parquet) and the stuck last stable offset (checkers/lso.py, lso.parquet)."""
+(checkers/eos.py, eos.parquet), the stuck last stable offset (checkers/lso.py, lso.parquet) and the replica
+audit's (checkers/replica_audit.py, replicas.parquet)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
 
-from kafka_chaos.checkers import eos, groups, lso, txns
+from kafka_chaos.checkers import eos, groups, lso, replica_audit, txns
 from kafka_chaos.checkers.model.releases import transaction_rules
 from kafka_chaos.history.controller_log import transaction_version, transactional_ids
 from kafka_chaos.history.meta import RunMeta
@@ -16,9 +17,9 @@ from kafka_chaos.history.meta import RunMeta
 def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, model, complete) -> pd.DataFrame:
     """The judged rows plus those of every workload file the history holds."""
     group, txn_rows, eos_rows = groups.read_group(run_dir), txns.read_txns(run_dir), eos.read_eos(run_dir)
-    samples = lso.read_lso(run_dir)
+    samples, audit = lso.read_lso(run_dir), replica_audit.read(run_dir)
     if group is None and txn_rows is None and eos_rows is None and samples is None:
-        return judged
+        return _joined(judged, [replica_audit.find(*audit)] if audit is not None else [])
     reads = pd.read_parquet(run_dir / "history/reads.parquet",
                             columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
     extra = []
@@ -37,6 +38,12 @@ def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mode
                               (meta.drain or {}).get("stuck"), rules, transactional_ids(run_dir),
                               lso.transaction_log_back(run_dir, meta, model),
                               lso.markers_writable(run_dir, meta.min_insync_replicas, lso.heals(run_dir))))
+    if audit is not None:
+        extra.append(replica_audit.find(*audit))
+    return _joined(judged, extra)
+
+
+def _joined(judged: pd.DataFrame, extra: list[pd.DataFrame]) -> pd.DataFrame:
     parts = [f.dropna(axis=1, how="all") for f in [judged, *extra] if len(f)]
     if not parts:
         return judged

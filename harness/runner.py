@@ -15,7 +15,7 @@ from kafka_chaos.base.errors import UsageError
 from kafka_chaos.checkers.check import check_run
 from kafka_chaos.cluster.config import elr_default
 from kafka_chaos.cluster.kafka_cluster import KafkaCluster
-from kafka_chaos.harness import scenarios
+from kafka_chaos.harness import replica_audit, scenarios
 from kafka_chaos.harness.live import LiveDisplay
 from kafka_chaos.harness.run_options import DEFAULT_RESULTS, RunOptions, chaos_cluster_config  # noqa: F401 (re-exported)
 from kafka_chaos.history.meta import RunMeta
@@ -103,6 +103,8 @@ def run(options: RunOptions, cluster: KafkaCluster | None = None) -> RunResult:
         history.update_meta(drain={"healthy": drain.healthy, "incomplete": drain.incomplete,
                                    "ends": {str(k): v for k, v in drain.ends.items()}, "records": drain.records,
                                    **({"stuck": {str(k): v for k, v in drain.stuck.items()}} if drain.stuck else {})})
+        display.phase("audit")
+        history.update_meta(replica_audit=replica_audit.run_audit(cluster, history.dir, topic))
         display.phase("history")
         summary = workload.finalize()
         finalized = True
