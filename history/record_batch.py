@@ -43,6 +43,7 @@ TRANSACTIONAL, CONTROL = 0x10, 0x20
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
+_LEN = struct.Struct(">i")
 
 
 @dataclass
@@ -55,11 +56,9 @@ class Record:
 
     def digest(self) -> str:
         """16 hex digits of BLAKE2b over key, value and headers, each length-prefixed (null: -1)."""
-        h = hashlib.blake2b(digest_size=8)
-        for part in (self.key, self.value, *(x for k, v in self.headers for x in (k.encode(), v))):
-            h.update(struct.pack(">i", -1 if part is None else len(part)))
-            h.update(part or b"")
-        return h.hexdigest()
+        parts = (self.key, self.value, *(x for k, v in self.headers for x in (k.encode(), v)))
+        framed = b"".join(_LEN.pack(-1 if p is None else len(p)) + (p or b"") for p in parts)
+        return hashlib.blake2b(framed, digest_size=8).hexdigest()
 
 
 @dataclass
@@ -106,6 +105,9 @@ class Batch:
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """A zig-zag varint (or varlong) at pos: (value, the position after it)."""
+    b = buf[pos]
+    if b < 0x80:                                      # one byte: most lengths and deltas of a small record
+        return (b >> 1) ^ -(b & 1), pos + 1
     shift = raw = 0
     while True:
         b = buf[pos]

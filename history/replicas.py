@@ -110,18 +110,23 @@ def _value(record, batch: Batch) -> str | None:
 def _rows(batch: Batch, broker: int, partition: int, cols: dict[str, list]) -> int:
     """Append one row per record of the batch (per offset of an undecoded one: its batch CRC as digest)."""
     if batch.records is None:
-        entries = [(d, f"batch-crc:{batch.crc:08x}", None) for d in range(batch.last_offset_delta + 1)]
+        deltas = list(range(batch.last_offset_delta + 1))
+        digests, values = [f"batch-crc:{batch.crc:08x}"] * len(deltas), [None] * len(deltas)
     else:
-        entries = [(r.offset_delta, r.digest(), _value(r, batch)) for r in batch.records]
-    for delta, digest, value in entries:
-        for name, v in (("broker", broker), ("partition", partition), ("offset", batch.base_offset + delta),
-                        ("batch_offset", batch.base_offset), ("leader_epoch", batch.leader_epoch),
-                        ("producer_id", batch.producer_id), ("producer_epoch", batch.producer_epoch),
-                        ("sequence", batch.sequence(delta)), ("is_control", batch.is_control),
-                        ("is_transactional", batch.is_transactional), ("crc_ok", batch.crc_ok),
-                        ("digest", digest), ("value", value)):
-            cols[name].append(v)
-    return len(entries)
+        deltas = [r.offset_delta for r in batch.records]
+        digests = [r.digest() for r in batch.records]
+        values = [_value(r, batch) for r in batch.records]
+    n = len(deltas)
+    cols["offset"].extend(batch.base_offset + d for d in deltas)
+    cols["sequence"].extend(batch.sequence(d) for d in deltas)
+    cols["digest"].extend(digests)
+    cols["value"].extend(values)
+    for name, v in (("broker", broker), ("partition", partition), ("batch_offset", batch.base_offset),
+                    ("leader_epoch", batch.leader_epoch), ("producer_id", batch.producer_id),
+                    ("producer_epoch", batch.producer_epoch), ("is_control", batch.is_control),
+                    ("is_transactional", batch.is_transactional), ("crc_ok", batch.crc_ok)):
+        cols[name].extend([v] * n)
+    return n
 
 
 def replica_tables(replicas: list[tuple[ReplicaFiles, ReplicaState]], topic: str, t_ns: int) -> tuple[pa.Table,

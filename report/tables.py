@@ -164,8 +164,23 @@ def prediction_rows(run: RunData) -> list[PredictionRow]:
         PredictionRow("Model against the cluster", "no disagreement",
                       f"{len(verdict.get('model_disagreements') or [])} disagreement(s)",
                       "held" if not verdict.get("model_disagreements") else "noted"),
+        _replica_row(verdict.get("replica_audit")),
     ]
     return rows
+
+
+def _replica_row(audit: dict | None) -> PredictionRow:
+    """The replica audit (checkers/replica_audit.py): ISR members identical below the high watermark."""
+    promise = "ISR replicas identical below the high watermark"
+    if not audit or not audit.get("ran"):
+        return PredictionRow("Replica logs (end-of-run audit)", promise,
+                             f"not audited: {(audit or {}).get('why', 'a verdict from before the audit')}",
+                             "unchecked")
+    div, diff = int(audit.get("divergences", 0)), int(audit.get("differences", 0))
+    return PredictionRow("Replica logs (end-of-run audit)", promise,
+                         f"{div} divergence(s) below the high watermark, {diff} difference(s) reported, not judged"
+                         + ("" if audit.get("isr_whole", True) is not False else "; some ISR was not whole"),
+                         "violated" if div else "held" if not diff else "noted")
 
 
 def _stall_split(attribution: dict | None) -> str:
