@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from kafka_chaos.base.arrays import filled
 from kafka_chaos.checkers import availability, excuses, instances
@@ -40,9 +41,14 @@ SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "fail
 
 def _txt(col: pd.Series) -> pd.Series:
     """A column as the text an f-string gives each value of its records ("None" where missing), as object
-    strings."""
-    return pd.Series(["None" if x is None or x is pd.NA else str(x) for x in col.astype(object)], index=col.index,
-                     dtype=object)
+    strings. Integers through Arrow's cast (in C), anything else by str() of each distinct value: a Python step
+    per row took 3.9 s of a 1M-row judge."""
+    if pd.api.types.is_integer_dtype(col.dtype):
+        text = pa.array(col, from_pandas=True).cast(pa.string()).fill_null("None")
+        return pd.Series(text.to_numpy(zero_copy_only=False), index=col.index, dtype=object)
+    codes, uniques = pd.factorize(col.astype(object), use_na_sentinel=True)
+    texts = np.array([str(u) for u in uniques] + ["None"], dtype=object)     # code -1 (missing) is the last
+    return pd.Series(texts[codes], index=col.index, dtype=object)
 
 
 def _fmt(col: pd.Series) -> pd.Series:
