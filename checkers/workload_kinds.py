@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from kafka_chaos.checkers import eos, groups, lso, replica_audit, txns
+from kafka_chaos.checkers.judge import poll_skips
 from kafka_chaos.checkers.model.releases import transaction_rules
 from kafka_chaos.history.controller_log import transaction_version, transactional_ids
 from kafka_chaos.history.meta import RunMeta
@@ -24,6 +25,8 @@ def with_workload_kinds(run_dir: Path, judged: pd.DataFrame, meta: RunMeta, mode
                             columns=["consumer", "seq", "phase", "partition", "offset", "value", "t_ns"])
     extra = []
     if group is not None:
+        if meta.consumer_mode == "subscribe":
+            judged = poll_skips.rejudge(judged, group, reads)
         extra.append(groups.find(group, reads, model, groups.read_kills(run_dir), meta.extra.get("consumer_commit"),
                                   run_dir / "history/sends.parquet"))
     if txn_rows is not None:

@@ -102,8 +102,9 @@ KINDS: dict[str, Kind] = {
         describe="acks=all write acknowledged while the partition's ISR was below min.insync.replicas"),
     "poll_skip": Kind(
         "step", "a live consumer's step from offset a to b > a + 1 in a partition while someone read an offset "
-        "strictly between", "the consumers assign their partitions (`--consumer-mode assign`, the default); in "
-        "subscribe mode a rebalance may commit past unread records", VERDICT,
+        "strictly between", "always in assign mode (`--consumer-mode assign`, the default); in subscribe mode "
+        "unless the consumer was assigned the partition between the two reads at a committed offset past the "
+        "skipped records (group.parquet: another member read and committed them)", VERDICT,
         rule="poll_skip", marker=("circle-open", "#546e7a")),
     "stall": Kind(
         "window", "writes to a partition pending and none acknowledged for longer than `--stall-threshold` "

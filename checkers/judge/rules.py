@@ -256,7 +256,8 @@ class Judge:
     def _poll_skip(self, rows, durability, model_reason):
         if self.meta.consumer_mode == "assign":
             return _constant(rows, "violation", "; assign mode: nothing may move the position past unread records")
-        return _constant(rows, "allowed", "; allowed in subscribe mode: a rebalance may commit past unread records")
+        return _constant(rows, "allowed", "; allowed in subscribe mode: a rebalance may commit past unread records "
+                         "(judged by its assignment where the run has history/group.parquet: judge/poll_skips.py)")
 
     def _stall(self, rows, durability, model_reason):
         cls, why = [], []

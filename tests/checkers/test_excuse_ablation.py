@@ -104,6 +104,8 @@ ABLATIONS: dict[str, list[Ablation]] = {
         "tests.checkers.test_group_kill_checks").killed_holder_ablation, ("write after the cause", "another member"))],
     "group.committed_offset_truncated": [Ablation("commit_backwards", importlib.import_module(
         "tests.checkers.test_group_loss_excuse").truncated_commit, ("cause later", "anomaly before the cause"))],
+    "poll_skip.reassigned_past": [Ablation("poll_skip", importlib.import_module(
+        "tests.checkers.test_poll_skip_excuse").reassigned_ablation, ("cause later",))],
 }
 
 
