@@ -32,8 +32,9 @@ from kafka_chaos.history.meta import RunMeta
 LOST_KINDS = ("lost", "lost_after_read")
 # Violations proven without the final drain (from the samples): a run holding one is invalid even where the drain is
 # incomplete. A stuck last stable offset is judged from lso.parquet, and is what leaves a read_committed drain
-# incomplete (workloads/drain.py), so it must not turn the run it proves wrong into "no verdict".
-DRAIN_INDEPENDENT = ("lso_stuck",)
+# incomplete (workloads/drain.py), so it must not turn the run it proves wrong into "no verdict". A replica
+# divergence is read from the replicas' own files (replicas.parquet), whatever the drain saw.
+DRAIN_INDEPENDENT = ("lso_stuck", "replica_divergence")
 RISK_WINDOW = "_risk_window"     # a judged frame's column while the rules run: the model's Window that classed a send
 SEND_KINDS = ("lost", "duplicate", "offset_mismatch", "nonmonotonic_send", "failed_read", "recovered",
               "min_isr_breach")

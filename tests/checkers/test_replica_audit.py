@@ -116,6 +116,18 @@ def test_the_kind_reaches_the_verdict_and_a_run_without_the_audit_says_so(tmp_pa
     assert "replica_logs.parquet absent" in old["replica_audit"]["why"]
 
 
+def test_a_divergence_makes_a_run_with_an_incomplete_drain_invalid_where_without_it_it_gets_no_verdict(tmp_path):
+    def undrained(run):
+        meta = json.loads((run / "meta.json").read_text())
+        drain = {"healthy": False, "incomplete": [0], "ends": {"0": len(VALUES)}, "records": 0}
+        (run / "meta.json").write_text(json.dumps(meta | {"drain": drain}))
+        return run
+    code, bad = verdict(undrained(_run(tmp_path / "a", {1: log(VALUES), 2: log(VALUES), 3: log(CHANGED)})))
+    assert code == 1 and bad["status"] == "invalid" and bad["violations"] == {"replica_divergence": 1}
+    code, unjudged = verdict(undrained(_run(tmp_path / "b", {1: log(VALUES), 2: log(VALUES), 3: log(VALUES)})))
+    assert code == 3 and unjudged["status"] == "incomplete" and unjudged["valid"] is None
+
+
 def test_both_kinds_are_declared_once_judged_here_the_divergence_always_a_violation():
     from kafka_chaos.history.kinds import KINDS, REPLICAS
     from kafka_chaos.history.schema import ANOMALY_KINDS
