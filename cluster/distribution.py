@@ -21,6 +21,7 @@ from kafka_chaos.base.errors import EnvironmentProblem, UsageError
 from kafka_chaos.base.paths import DOCKER_CONTEXT, cache_dir
 from kafka_chaos.base.progress import Step, step
 from kafka_chaos.base.versions import version_tuple
+from kafka_chaos.cluster import zk_client_fix
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +191,29 @@ def libs_dir(version: str) -> Path:
 def cached(version: str) -> KafkaDistribution | None:
     libs = libs_dir(version)
     if (libs.parent / "COMPLETE").exists():
+        if zk_client_fix.affected_jar(libs):      # resolved before the ZooKeeper 3.4.13/14 client was mended
+            _mend_zookeeper_client(KafkaDistribution(version, libs))
         return KafkaDistribution(version, libs)
     return None
+
+
+def _zookeeper_sources(zk_version: str) -> Path:
+    """ZooKeeper's -sources.jar of `zk_version` from Maven Central (the local Maven repository once fetched)."""
+    coordinate = f"org.apache.zookeeper:zookeeper:{zk_version}:jar:sources"
+    jar = Path.home() / f".m2/repository/org/apache/zookeeper/zookeeper/{zk_version}/zookeeper-{zk_version}-sources.jar"
+    if not jar.exists():
+        proc = _run_mvn([f"{DEPENDENCY_PLUGIN}:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], cache_dir())
+        if not jar.exists():
+            raise EnvironmentProblem(f"could not fetch ZooKeeper {zk_version}'s sources from Maven Central "
+                                     f"(mvn said: {_last_lines(proc)})", "check network access to Maven Central")
+    return jar
+
+
+def _mend_zookeeper_client(dist: KafkaDistribution) -> None:
+    """Kafka 2.0-2.3's ZooKeeper 3.4.13/3.4.14 client, mended to connect on Java 14+ (cluster/zk_client_fix.py)."""
+    with step(f"mending Kafka {dist.version}'s ZooKeeper client for Java 17 (StaticHostProvider)"):
+        zk_client_fix.mend(dist.libs, _zookeeper_sources)
+    (dist.libs.parent / "COMPLETE").write_text("\n".join(dist.jar_names()) + "\n")
 
 
 def resolve(version: str | None = None) -> KafkaDistribution:
@@ -257,6 +279,8 @@ def _resolve_exact(version: str) -> KafkaDistribution:
     shutil.rmtree(libs, ignore_errors=True)
     tmp.rename(libs)
     dist = KafkaDistribution(version, libs)
+    if zk_client_fix.affected_jar(libs):
+        _mend_zookeeper_client(dist)
     (libs.parent / "COMPLETE").write_text("\n".join(dist.jar_names()) + "\n")
     log.info("Kafka %s: %d jars in %s", version, len(dist.jar_names()), libs)
     return dist
